@@ -1,0 +1,1 @@
+"""Shipped model packages (imported as ``taskflow.resources``): ``<task>/<model>/manifest.json`` and its files."""

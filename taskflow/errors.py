@@ -1,0 +1,105 @@
+"""Every error taskflow raises on purpose, in one place.
+
+Each class subclasses the builtin a caller would already catch
+(``ValueError`` for bad input, ``FileNotFoundError`` for a missing model...),
+so ``except ValueError`` keeps working, while ``except TaskflowError`` catches
+exactly ours.  Messages say what arrived, what is allowed and how to fix it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "TaskflowError",
+    "InvalidInputError",
+    "InputTypeError",
+    "UnknownTaskError",
+    "UnknownModelError",
+    "RegistryError",
+    "ModelNotFoundError",
+    "OfflineModeError",
+    "DownloadError",
+    "ChecksumError",
+    "UnsafeArchiveError",
+    "ManifestError",
+    "DeviceError",
+    "PaddleNotInstalledError",
+    "ExportError",
+]
+
+
+class TaskflowError(Exception):
+    """Base class of every error raised on purpose by taskflow."""
+
+
+class InvalidInputError(TaskflowError, ValueError):
+    """An input item has the right type but a value the task cannot use.
+
+    ``index`` is the position of the offending item in the caller's batch
+    (``None`` when the whole input is wrong).
+    """
+
+    def __init__(self, message: str, index: int | None = None):
+        super().__init__(message)
+        self.index = index
+
+
+class InputTypeError(TaskflowError, TypeError):
+    """An input item has a type the task does not accept."""
+
+    def __init__(self, message: str, index: int | None = None):
+        super().__init__(message)
+        self.index = index
+
+
+class UnknownTaskError(TaskflowError, ValueError):
+    """No task is registered under the requested name."""
+
+
+class UnknownModelError(TaskflowError, ValueError):
+    """The task has no model (or mode) of the requested name."""
+
+
+class RegistryError(TaskflowError, ValueError):
+    """A registration would overwrite a different task under the same name."""
+
+
+class ManifestError(TaskflowError, ValueError):
+    """A model package's manifest.json is missing a field or is malformed."""
+
+
+class ModelNotFoundError(TaskflowError, FileNotFoundError):
+    """A model file is neither in ``task_path``, the cache, the bundled
+    resources, nor obtainable from the endpoint."""
+
+
+class OfflineModeError(ModelNotFoundError):
+    """A model file is missing and offline mode forbids downloading it."""
+
+
+class DownloadError(TaskflowError, OSError):
+    """A download failed (HTTP error status, connection failure...)."""
+
+    def __init__(self, message: str, url: str | None = None, status: int | None = None):
+        super().__init__(message)
+        self.url = url
+        self.status = status
+
+
+class ChecksumError(DownloadError):
+    """A file's sha256 or size differs from what its manifest pins."""
+
+
+class UnsafeArchiveError(TaskflowError, ValueError):
+    """An archive member would be written outside the extraction directory."""
+
+
+class DeviceError(TaskflowError, ValueError):
+    """The requested device or precision cannot be used with this Paddle build."""
+
+
+class PaddleNotInstalledError(TaskflowError, ImportError):
+    """PaddlePaddle is needed to run a model but is not installed."""
+
+
+class ExportError(TaskflowError, RuntimeError):
+    """The dynamic-graph network could not be exported to a static graph."""

@@ -1,0 +1,352 @@
+"""Running a network: static-graph export and Paddle Inference.
+
+The dynamic-graph network (a ``paddle.nn.Layer``) is exported once per model
+weights and Paddle IR format into the cache (``.json`` under Paddle 3's PIR,
+``.pdmodel`` under Paddle 2), then served by a Paddle Inference predictor.
+Every setting lives on the :class:`Predictor`; nothing here changes Paddle's
+global state except inside context managers that restore it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import threading
+import uuid
+import warnings
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from .errors import DeviceError, ExportError, PaddleNotInstalledError
+
+__all__ = ["Device", "Precision", "InputSpec", "PredictorOptions", "Predictor", "import_paddle"]
+
+
+def import_paddle():
+    """Import paddle, or say how to install it."""
+    try:
+        with warnings.catch_warnings():
+            # Paddle 3 warns about a missing C++ compiler cache on every import.
+            warnings.filterwarnings("ignore", message=".*ccache.*")
+            import paddle
+    except ImportError as exc:
+        raise PaddleNotInstalledError(
+            "PaddlePaddle is not installed. Install the CPU build with `pip install 'taskflow-nlp[cpu]'` "
+            "(or `pip install paddlepaddle`), or `pip install paddlepaddle-gpu` for CUDA."
+        ) from exc
+    return paddle
+
+
+class Precision(str, Enum):
+    FP32 = "fp32"
+    FP16 = "fp16"
+
+
+@dataclass(frozen=True)
+class Device:
+    """``cpu`` or ``gpu:<id>``; parsed from the strings users pass."""
+
+    kind: str = "cpu"
+    index: int = 0
+
+    @classmethod
+    def parse(cls, value: "str | Device | None") -> "Device":
+        if isinstance(value, Device):
+            return value
+        if value is None:
+            return cls()
+        if not isinstance(value, str):
+            raise DeviceError(f"device must be a str such as 'cpu' or 'gpu:0', got {type(value).__name__} ({value!r})")
+        text = value.strip().lower()
+        kind, _, index = text.partition(":")
+        if kind == "cpu" and not index:
+            return cls("cpu", 0)
+        if kind in ("gpu", "cuda") and (not index or index.isdigit()):
+            return cls("gpu", int(index or 0))
+        raise DeviceError(f"unknown device {value!r}; use 'cpu', 'gpu' or 'gpu:<id>'")
+
+    def __str__(self) -> str:
+        return "cpu" if self.kind == "cpu" else f"gpu:{self.index}"
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One network input: its feed name, dtype, and the largest shape TensorRT should plan for."""
+
+    name: str
+    dtype: str = "int64"
+    max_shape: tuple[int, ...] = (64, 512)
+
+
+@dataclass(frozen=True)
+class PredictorOptions:
+    """Everything that decides how a network runs.
+
+    ``num_threads`` defaults to the number of cores; ``gpu_memory_mb`` is the
+    initial size of Paddle's GPU memory pool; ``tensorrt`` turns on Paddle-TRT
+    subgraphs (GPU only); ``static=False`` runs the dynamic graph instead of
+    the exported one, for debugging.
+    """
+
+    device: Device = field(default_factory=Device)
+    precision: Precision = Precision.FP32
+    num_threads: int | None = None
+    onednn: bool = True
+    gpu_memory_mb: int = 256
+    tensorrt: bool = False
+    static: bool = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "device", Device.parse(self.device))
+        try:
+            object.__setattr__(self, "precision", Precision(self.precision))
+        except ValueError:
+            raise DeviceError(f"precision must be one of 'fp32', 'fp16'; got {self.precision!r}") from None
+        if self.device.kind == "cpu" and self.precision is Precision.FP16:
+            raise DeviceError("precision='fp16' needs device='gpu'; on CPU use precision='fp32'")
+        if self.tensorrt and self.device.kind != "gpu":
+            raise DeviceError("tensorrt=True needs device='gpu'")
+        if self.num_threads is not None and (not isinstance(self.num_threads, int) or self.num_threads < 1):
+            raise DeviceError(f"num_threads must be a positive int, got {self.num_threads!r}")
+
+    @property
+    def threads(self) -> int:
+        return self.num_threads or os.cpu_count() or 1
+
+
+def inference_settings(options: PredictorOptions, inputs: Sequence[InputSpec], paddle_major: int) -> list[tuple[str, tuple, dict]]:
+    """The Paddle Inference ``Config`` calls for ``options``, as data.
+
+    Kept separate from :func:`build_config` so the GPU settings can be checked
+    on machines whose Paddle has no CUDA (the CPU build ignores them).
+    """
+    calls: list[tuple[str, tuple, dict]] = []
+    if options.device.kind == "gpu":
+        precision = "Half" if options.precision is Precision.FP16 else "Float32"
+        calls.append(("enable_use_gpu", (options.gpu_memory_mb, options.device.index, precision), {}))
+        if options.tensorrt:
+            calls.append(("enable_tensorrt_engine", (), {
+                "workspace_size": 1 << 30,
+                "max_batch_size": max(spec.max_shape[0] for spec in inputs),
+                "min_subgraph_size": 3,
+                "precision_mode": precision,
+                "use_static": False,
+                "use_calib_mode": False,
+            }))
+            # Text inputs vary in batch and length: give TRT the range to plan for.
+            calls.append(("set_trt_dynamic_shape_info", (
+                {s.name: [1] * len(s.max_shape) for s in inputs},
+                {s.name: list(s.max_shape) for s in inputs},
+                {s.name: [max(1, d // 4) for d in s.max_shape] for s in inputs},
+            ), {}))
+    else:
+        calls.append(("disable_gpu", (), {}))
+        calls.append(("set_cpu_math_library_num_threads", (options.threads,), {}))
+        # Paddle 3 turns oneDNN on by itself, so "off" has to be said explicitly.
+        verb = "enable" if options.onednn else "disable"
+        calls.append((f"{verb}_onednn" if paddle_major >= 3 else f"{verb}_mkldnn", (), {}))
+    calls.append(("switch_ir_optim", (True,), {}))
+    if paddle_major < 3:
+        # Paddle 3.3's create_predictor fails on PIR (.json) programs with memory_optim on.
+        calls.append(("enable_memory_optim", (), {}))
+    calls.append(("disable_glog_info", (), {}))
+    return calls
+
+
+def build_config(model_file: Path, params_file: Path, options: PredictorOptions, inputs: Sequence[InputSpec]):
+    paddle = import_paddle()
+    from paddle import inference
+
+    if options.device.kind == "gpu" and not paddle.is_compiled_with_cuda():
+        raise DeviceError(
+            f"device={str(options.device)!r} needs a CUDA build of PaddlePaddle; this one ({paddle.__version__}) "
+            "is CPU-only. Install paddlepaddle-gpu, or use device='cpu'."
+        )
+    config = inference.Config(str(model_file), str(params_file))
+    for method, args, kwargs in inference_settings(options, inputs, _paddle_major(paddle)):
+        args = tuple(getattr(inference.PrecisionType, a) if a in ("Half", "Float32") else a for a in args)
+        kwargs = {k: getattr(inference.PrecisionType, v) if k == "precision_mode" else v for k, v in kwargs.items()}
+        getattr(config, method)(*args, **kwargs)
+    return config
+
+
+def _paddle_major(paddle) -> int:
+    return int(paddle.__version__.split(".")[0])
+
+
+def _ir_format(paddle) -> str:
+    try:
+        pir = bool(paddle.get_flags(["FLAGS_enable_pir_api"])["FLAGS_enable_pir_api"])
+    except (ValueError, KeyError):
+        pir = False
+    return "json" if pir else "pdmodel"
+
+
+@contextlib.contextmanager
+def paddle_device(device: Device):
+    """Run a block with Paddle's default device set to ``device``, restored afterwards."""
+    paddle = import_paddle()
+    previous = paddle.get_device()
+    wanted = "cpu" if device.kind == "cpu" else f"gpu:{device.index}"
+    paddle.set_device(wanted)
+    try:
+        yield
+    finally:
+        paddle.set_device(previous)
+
+
+class Predictor:
+    """Runs one network on numpy feeds and returns numpy outputs.
+
+    ``build_network`` returns the ``paddle.nn.Layer`` with its weights loaded
+    and in eval mode; ``weights_key`` (the weights' sha256) names the export,
+    so new weights are exported again.  Calls are thread-safe: each thread
+    gets its own clone of the Paddle Inference predictor, which shares the
+    weights but not the scratch tensors.
+    """
+
+    def __init__(
+        self,
+        build_network: Callable[[], object],
+        *,
+        inputs: Sequence[InputSpec],
+        export_dir: str | os.PathLike,
+        weights_key: str,
+        options: PredictorOptions | None = None,
+    ):
+        self.options = options or PredictorOptions()
+        self.inputs = tuple(inputs)
+        self._build_network = build_network
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._paddle = import_paddle()
+        if self.options.static:
+            self.model_file, self.params_file = self._export(Path(export_dir), weights_key)
+            self._root = self._create()
+            self.output_names = self._root.get_output_names()
+        else:
+            with paddle_device(self.options.device):
+                self._network = build_network()
+
+    # ----------------------------------------------------------------- export
+    def _export(self, export_dir: Path, weights_key: str) -> tuple[Path, Path]:
+        from filelock import FileLock
+
+        paddle = self._paddle
+        fmt = _ir_format(paddle)
+        target = export_dir / f"{fmt}-{weights_key[:16]}"
+        model_file, params_file = target / f"inference.{fmt}", target / "inference.pdiparams"
+        if model_file.is_file() and params_file.is_file():
+            return model_file, params_file
+        export_dir.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(export_dir / f".{target.name}.lock")):
+            if model_file.is_file() and params_file.is_file():
+                return model_file, params_file
+            staging = export_dir / f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+            try:
+                with paddle_device(Device("cpu")):
+                    network = self._build_network()
+                    spec = [paddle.static.InputSpec([None] * len(s.max_shape), s.dtype, name=s.name) for s in self.inputs]
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        static = paddle.jit.to_static(network, input_spec=spec, full_graph=True)
+                        paddle.jit.save(static, str(staging / "inference"))
+                if not (staging / f"inference.{fmt}").is_file():
+                    raise ExportError(f"paddle.jit.save wrote {sorted(os.listdir(staging))}, expected inference.{fmt}")
+                # A directory rename is atomic: readers see no export or a whole one.
+                shutil.rmtree(target, ignore_errors=True)
+                os.replace(staging, target)
+            except ExportError:
+                raise
+            except Exception as exc:
+                raise ExportError(f"could not export the network to a static graph in {export_dir}: {exc}") from exc
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+        return model_file, params_file
+
+    def _create(self):
+        from paddle import inference
+
+        config = build_config(self.model_file, self.params_file, self.options, self.inputs)
+        return inference.create_predictor(config)
+
+    def _thread_predictor(self):
+        predictor = getattr(self._local, "predictor", None)
+        if predictor is None:
+            with self._lock:
+                # The creating thread uses the root; others clone it (weights are shared).
+                if not getattr(self, "_root_taken", False):
+                    self._root_taken = True
+                    predictor = self._root
+                else:
+                    predictor = self._root.clone()
+            self._local.predictor = predictor
+        return predictor
+
+    # -------------------------------------------------------------------- run
+    def run(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        """Run one batch; ``feeds`` maps each input name to an array."""
+        missing = [s.name for s in self.inputs if s.name not in feeds]
+        if missing:
+            raise KeyError(f"missing feed(s) {missing}; the network takes {[s.name for s in self.inputs]}")
+        if not self.options.static:
+            return self._run_dynamic(feeds)
+        predictor = self._thread_predictor()
+        for spec in self.inputs:
+            array = np.ascontiguousarray(feeds[spec.name], dtype=spec.dtype)
+            handle = predictor.get_input_handle(spec.name)
+            handle.reshape(array.shape)
+            handle.copy_from_cpu(array)
+        predictor.run()
+        return [predictor.get_output_handle(name).copy_to_cpu() for name in self.output_names]
+
+    def _run_dynamic(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        paddle = self._paddle
+        # The dynamic graph is for debugging; one call at a time keeps it simple and correct.
+        with self._lock, paddle_device(self.options.device), paddle.no_grad():
+            tensors = [paddle.to_tensor(np.asarray(feeds[s.name], dtype=s.dtype)) for s in self.inputs]
+            outputs = self._network(*tensors)
+        if not isinstance(outputs, (list, tuple)):
+            outputs = [outputs]
+        return [out.numpy() for out in outputs]
+
+
+# ------------------------------------------------------------- weights format
+# Weights are stored as .npz (no pickle, so loading a downloaded file cannot run
+# code), keyed by state_dict name; large embedding tables may be float16 on disk.
+
+def save_weights(network, path: str | os.PathLike, float16: Callable[[str], bool] = lambda name: False) -> None:
+    """Save ``network.state_dict()`` to ``path``; names for which ``float16(name)`` is true are halved."""
+    from .resources import atomic_write_bytes
+    import io
+
+    arrays = {}
+    for name, tensor in network.state_dict().items():
+        array = tensor.numpy()
+        arrays[name] = array.astype(np.float16) if float16(name) and array.dtype == np.float32 else array
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def load_weights(network, path: str | os.PathLike) -> None:
+    """Load an .npz written by :func:`save_weights` into ``network``; every name must match."""
+    paddle = import_paddle()
+    expected = network.state_dict()
+    with np.load(path, allow_pickle=False) as stored:
+        missing = sorted(set(expected) - set(stored.files))
+        unexpected = sorted(set(stored.files) - set(expected))
+        if missing or unexpected:
+            raise ExportError(f"{path} does not fit the network: missing {missing}, unexpected {unexpected}")
+        state = {}
+        for name, tensor in expected.items():
+            array = stored[name]
+            if tuple(array.shape) != tuple(tensor.shape):
+                raise ExportError(f"{path}: {name} has shape {array.shape}, the network expects {tuple(tensor.shape)}")
+            state[name] = paddle.to_tensor(array.astype(str(tensor.numpy().dtype)))
+    network.set_state_dict(state)

@@ -1,0 +1,197 @@
+"""The task base class: input checking, batching, long-text splitting.
+
+A task subclass owns its model spec and three stages:
+
+* ``preprocess(units) -> features``: Python/numpy only, no Paddle;
+* ``forward(features) -> outputs``: the only stage that touches the predictor;
+* ``postprocess(outputs, units) -> results``: plain JSON-serialisable Python,
+  one result per unit.
+
+Everything else lives here: the caller's items are checked (``check_item``),
+cut into units the model can take (``split``), the units are sorted by length
+and batched (at most ``batch_size`` a batch), and the per-unit results are
+put back in input order and joined into one result per item (``join``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from .errors import InputTypeError, InvalidInputError
+from .predictor import InputSpec, Predictor, PredictorOptions
+from .resources import ModelPackage, cache_dir
+from .text import split_text
+
+__all__ = ["Task", "TextTask", "check_text"]
+
+
+def check_text(value: Any, index: int | None, *, what: str = "text", allow_empty: bool = False) -> str:
+    """Return ``value`` if it is a usable text, else raise a typed error naming it."""
+    where = f"{what} #{index}" if index is not None else what
+    if isinstance(value, str):
+        if not allow_empty and not value.strip():
+            raise InvalidInputError(
+                f"{where} is empty or only whitespace ({value!r}); pass text with at least one visible character",
+                index,
+            )
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        raise InputTypeError(f"{where} must be a str, got bytes; decode it first, e.g. value.decode('utf-8')", index)
+    shown = repr(value)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    raise InputTypeError(f"{where} must be a str, got {type(value).__name__} ({shown})", index)
+
+
+class Task:
+    """Base of every task; see the module docstring for the contract."""
+
+    name: str = ""            # set by @register_task
+    aliases: tuple[str, ...] = ()
+    default_model: str = ""
+    modes: dict[str, str] = {}    # mode -> model name
+    default_batch_size: int = 32
+
+    def __init__(
+        self,
+        package: ModelPackage,
+        *,
+        options: PredictorOptions | None = None,
+        batch_size: int | None = None,
+        home: str | Path | None = None,
+    ):
+        if batch_size is None:
+            batch_size = self.default_batch_size
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise InvalidInputError(f"batch_size must be a positive int, got {batch_size!r}")
+        self.package = package
+        self.manifest = package.manifest
+        self.batch_size = batch_size
+        self.options = options or PredictorOptions()
+        self.home = home
+        self._predictor: Predictor | None = None
+
+    # ------------------------------------------------------- model plumbing
+    @classmethod
+    def option_names(cls) -> list[str]:
+        """Keyword options a subclass accepts on top of the base ones."""
+        names = []
+        for klass in cls.__mro__:
+            if klass is Task:
+                break
+            if "__init__" in vars(klass):
+                params = inspect.signature(klass.__init__).parameters.values()
+                names += [p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name not in names]
+        return names
+
+    def build_network(self):
+        """Return the ``paddle.nn.Layer`` with weights loaded, in eval mode."""
+        raise NotImplementedError
+
+    def input_specs(self) -> Sequence[InputSpec]:
+        raise NotImplementedError
+
+    @property
+    def predictor(self) -> Predictor:
+        if self._predictor is None:
+            self._predictor = Predictor(
+                self.build_network,
+                inputs=self.input_specs(),
+                export_dir=cache_dir(self.name, self.manifest.name, self.manifest.version, self.home) / "static",
+                weights_key=self.weights_key(),
+                options=self.options,
+            )
+        return self._predictor
+
+    def weights_key(self) -> str:
+        """Identifies the weights, so changed weights get a fresh static export."""
+        return self.manifest.fingerprint()
+
+    # --------------------------------------------------------------- stages
+    def check_item(self, item: Any, index: int) -> Any:
+        """Validate and normalise one input item; raise a typed error naming ``index``."""
+        raise NotImplementedError
+
+    def split(self, item: Any) -> list[Any]:
+        """Units the model can take for one item (default: the item itself)."""
+        return [item]
+
+    def unit_length(self, unit: Any) -> int:
+        return len(unit)
+
+    def join(self, item: Any, results: list[Any], units: list[Any]) -> Any:
+        """One result for an item from the results of its units (default: the only one)."""
+        return results[0]
+
+    def preprocess(self, units: list[Any]) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def forward(self, features: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return self.predictor.run(features)
+
+    def postprocess(self, outputs: list[np.ndarray], units: list[Any]) -> list[Any]:
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- driver
+    def as_items(self, inputs: Any) -> list[Any]:
+        """The caller's input as a list of items (a single item becomes a list of one)."""
+        if isinstance(inputs, str):
+            return [inputs]
+        if isinstance(inputs, (list, tuple)):
+            return list(inputs)
+        raise InputTypeError(
+            f"{self.name} takes a str or a list of str, got {type(inputs).__name__}; "
+            "wrap a single item in a list"
+        )
+
+    def __call__(self, inputs: Any) -> list[Any]:
+        items = [self.check_item(item, i) for i, item in enumerate(self.as_items(inputs))]
+        return self.run_items(items)
+
+    def run_items(self, items: list[Any]) -> list[Any]:
+        """Results for already-checked items, one per item, in order."""
+        owners: list[int] = []
+        units: list[Any] = []
+        for i, item in enumerate(items):
+            pieces = self.split(item)
+            owners += [i] * len(pieces)
+            units += pieces
+        unit_results: list[Any] = [None] * len(units)
+        # Longest first, so similar lengths share a batch and padding stays small.
+        order = sorted(range(len(units)), key=lambda k: -self.unit_length(units[k]))
+        for start in range(0, len(order), self.batch_size):
+            picked = order[start:start + self.batch_size]
+            batch = [units[k] for k in picked]
+            results = self.postprocess(self.forward(self.preprocess(batch)), batch)
+            if len(results) != len(batch):
+                raise RuntimeError(f"{type(self).__name__}.postprocess returned {len(results)} results for {len(batch)} units")
+            for k, result in zip(picked, results):
+                unit_results[k] = result
+        grouped_results: list[list[Any]] = [[] for _ in items]
+        grouped_units: list[list[Any]] = [[] for _ in items]
+        for owner, unit, result in zip(owners, units, unit_results):
+            grouped_results[owner].append(result)
+            grouped_units[owner].append(unit)
+        return [self.join(item, r, u) for item, r, u in zip(items, grouped_results, grouped_units)]
+
+
+class TextTask(Task):
+    """A task whose items are single texts, split into chunks of the model's
+    ``max_length`` (a manifest field) at sentence ends."""
+
+    def check_item(self, item: Any, index: int) -> str:
+        return check_text(item, index)
+
+    @property
+    def max_length(self) -> int:
+        return int(self.manifest["max_length"])
+
+    def split(self, item: str) -> list[tuple[int, str]]:
+        return split_text(item, self.max_length)
+
+    def unit_length(self, unit: tuple[int, str]) -> int:
+        return len(unit[1])

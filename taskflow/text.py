@@ -1,0 +1,65 @@
+"""Text helpers shared by tasks: width normalisation and long-text splitting."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["q2b", "split_text"]
+
+# Full-width ASCII variants (U+FF01..U+FF5E) map to U+0021..U+007E; the ideographic
+# space to a plain space.  One char in, one char out, so offsets survive.
+_Q2B = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
+_Q2B[0x3000] = 0x20
+
+
+def q2b(text: str) -> str:
+    """Full-width to half-width, character for character (``len`` is kept).
+
+    >>> q2b("ＡＢＣ１２３，")
+    'ABC123,'
+    """
+    return text.translate(_Q2B)
+
+
+# A sentence ends after one of these, plus any closing quotes or brackets.
+_SENTENCE_END = re.compile(r"[。！？!?；;…\n]+[”’」』）)\]]*")
+
+
+def split_text(text: str, max_length: int) -> list[tuple[int, str]]:
+    """Split ``text`` into pieces of at most ``max_length`` characters.
+
+    Pieces break at sentence ends where possible, packing whole sentences
+    together; a sentence longer than ``max_length`` is cut hard.  Returns
+    ``(offset, piece)`` pairs with ``text[offset:offset + len(piece)] == piece``,
+    covering the whole text in order.
+
+    >>> split_text("今天很好。明天下雨！", 6)
+    [(0, '今天很好。'), (5, '明天下雨！')]
+    """
+    if max_length < 1:
+        raise ValueError(f"max_length must be >= 1, got {max_length}")
+    if len(text) <= max_length:
+        return [(0, text)]
+    sentences, start = [], 0
+    for match in _SENTENCE_END.finditer(text):
+        sentences.append((start, match.end()))
+        start = match.end()
+    if start < len(text):
+        sentences.append((start, len(text)))
+
+    pieces: list[tuple[int, str]] = []
+    chunk_start = chunk_end = 0
+    for s_start, s_end in sentences:
+        if s_end - chunk_start <= max_length:
+            chunk_end = s_end
+            continue
+        if chunk_end > chunk_start:
+            pieces.append((chunk_start, text[chunk_start:chunk_end]))
+        chunk_start = s_start
+        while s_end - chunk_start > max_length:
+            pieces.append((chunk_start, text[chunk_start:chunk_start + max_length]))
+            chunk_start += max_length
+        chunk_end = s_end
+    if chunk_end > chunk_start:
+        pieces.append((chunk_start, text[chunk_start:chunk_end]))
+    return pieces

@@ -1,0 +1,8 @@
+"""Built-in tasks, one sub-package each (imported as ``taskflow.tasks``).
+
+Importing this package registers every built-in task.  Task packages keep
+Paddle out of their import path (the network lives in ``model.py``, imported
+only when a model is built), so this stays cheap.
+"""
+
+from . import sentiment_analysis  # noqa: F401
