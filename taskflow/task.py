@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -141,11 +141,11 @@ class Task:
         """The caller's input as a list of items (a single item becomes a list of one)."""
         if isinstance(inputs, str):
             return [inputs]
-        if isinstance(inputs, (list, tuple)):
-            return list(inputs)
+        if isinstance(inputs, Iterable) and not isinstance(inputs, (bytes, bytearray, Mapping)):
+            return list(inputs)  # lists, tuples, generators, pandas Series, numpy arrays of str
         raise InputTypeError(
-            f"{self.name} takes a str or a list of str, got {type(inputs).__name__}; "
-            "wrap a single item in a list"
+            f"{self.name} takes a str or a list of str, got {type(inputs).__name__}"
+            + ("; decode bytes first, e.g. value.decode('utf-8')" if isinstance(inputs, (bytes, bytearray)) else "")
         )
 
     def __call__(self, inputs: Any) -> list[Any]:

@@ -31,7 +31,7 @@ class SentimentNet(nn.Layer):
         # every real position is independent of how much right padding the batch adds.
         self.kernels = list(range(1, max_kernel + 1, 2))
         self.convs = nn.LayerList([
-            nn.Conv1D(in_dim, conv_channels, k, padding=k // 2, data_format='NLC')
+            nn.Conv1D(in_dim, conv_channels, k, padding=k // 2, data_format='NCL')
             for k in self.kernels])
         feat_dim = in_dim + conv_channels * len(self.kernels)
         self.hidden = nn.Linear(feat_dim, hidden_size) if hidden_size > 0 else None
@@ -68,7 +68,7 @@ class SentimentNet(nn.Layer):
         pooled = [bag]
         for conv in self.convs:
             # ReLU output >= 0, so multiplying by the mask is an exact masked max-pool.
-            h = F.relu(conv(xd)) * mask
+            h = F.relu(conv(xd.transpose([0, 2, 1]))).transpose([0, 2, 1]) * mask
             pooled.append(h.max(axis=1))
         z = self.dropout(paddle.concat(pooled, axis=-1))
         if self.hidden is not None:

@@ -1,0 +1,89 @@
+"""What arrives from users, good and bad, on sentiment_analysis (a tiny model)."""
+
+import json
+
+import pytest
+
+from taskflow import Taskflow
+from taskflow.errors import InputTypeError, InvalidInputError
+
+
+@pytest.fixture(scope="module")
+def senta(tiny_models):
+    return Taskflow("sentiment_analysis", task_path=tiny_models["sentiment_analysis"], return_all_scores=True)
+
+
+@pytest.mark.parametrize(
+    "bad, error, words",
+    [
+        (None, InputTypeError, "got NoneType"),
+        (42, InputTypeError, "got int (42)"),
+        (3.5, InputTypeError, "got float"),
+        ("好".encode(), InputTypeError, "decode"),
+        ({"text": "好"}, InputTypeError, "got dict"),
+        (["好"], InputTypeError, "got list"),
+        ("", InvalidInputError, "empty"),
+        ("   \t\n", InvalidInputError, "whitespace"),
+    ],
+)
+def test_bad_items_get_typed_errors_naming_them(senta, bad, error, words):
+    with pytest.raises(error) as info:
+        senta(["很好", "还行", bad])
+    assert info.value.index == 2
+    assert "text #2" in str(info.value)
+    assert words in str(info.value)
+
+
+@pytest.mark.parametrize("bad", [None, 42, b"bytes", {"text": "x"}])
+def test_bad_top_level_input_is_a_type_error(senta, bad):
+    with pytest.raises(InputTypeError):
+        senta(bad)
+
+
+def test_errors_subclass_builtins(senta):
+    with pytest.raises(TypeError):
+        senta([None])
+    with pytest.raises(ValueError):
+        senta([""])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "服务很好😀👍",
+        "ＡＢＣ全角字符，很好！",
+        "這間酒店環境和服務態度亦算不錯",
+        "第一行\n第二行\t制表符\r\n",
+        "a",
+        "🙂",
+        "x" * 5 + "很差" * 3,
+    ],
+)
+def test_unusual_but_valid_texts_get_a_result(senta, text):
+    (result,) = senta([text])
+    assert result["text"] == text
+    assert result["label"] in ("negative", "positive")
+    assert 0.5 <= result["score"] <= 1.0
+    assert abs(sum(result["scores"].values()) - 1.0) < 1e-5
+    json.dumps(result, ensure_ascii=False)
+
+
+def test_a_100k_character_text_is_split_and_joined(senta):
+    text = "这家酒店很干净，服务也好。" * 7692 + "完"
+    assert len(text) == 100_000 - 3
+    (result,) = senta(text)
+    assert result["text"] == text
+    # Every chunk is this same sentence pattern, so the joined score equals a short text's, near enough.
+    short = senta(["这家酒店很干净，服务也好。" * 2])[0]
+    assert abs(result["scores"]["positive"] - short["scores"]["positive"]) < 0.05
+
+
+def test_generators_and_tuples_are_accepted(senta):
+    texts = ["很好", "很差"]
+    assert senta(t for t in texts) == senta(texts) == senta(tuple(texts))
+
+
+def test_bad_batch_size_is_rejected(tiny_models):
+    for bad in (0, -1, 1.5, "8", True):
+        with pytest.raises(InvalidInputError, match="batch_size"):
+            Taskflow("sentiment_analysis", task_path=tiny_models["sentiment_analysis"], batch_size=bad)
