@@ -127,7 +127,7 @@ def server(tmp_path):
     root = tmp_path / "served"
     root.mkdir()
     httpd.script = FileServer(root, f"http://127.0.0.1:{httpd.server_address[1]}")
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield httpd.script
@@ -166,7 +166,7 @@ def test_download_file_writes_verified_bytes_and_shows_progress(server, tmp_path
 def test_download_file_is_quiet_without_progress_and_skips_a_good_file(server, tmp_path, capfd):
     data = payload(3000)
     url = server.put("a.bin", data)
-    dest = tmp_path / "a.bin"
+    dest = tmp_path / "dl" / "a.bin"
 
     download_file(url, dest, sha256=sha256(data), size=len(data), progress=False)
     download_file(url, dest, sha256=sha256(data), size=len(data), progress=False)
@@ -180,11 +180,11 @@ def test_download_file_is_quiet_without_progress_and_skips_a_good_file(server, t
 def test_download_404_names_the_url_and_is_not_retried(server, tmp_path):
     url = f"{server.url}/missing/file.bin"
     with pytest.raises(DownloadError) as info:
-        download_file(url, tmp_path / "file.bin", sha256="0" * 64, backoff=0)
+        download_file(url, tmp_path / "dl" / "file.bin", sha256="0" * 64, backoff=0)
     assert info.value.status == 404
     assert info.value.url == url and url in str(info.value)
     assert server.count("missing/file.bin") == 1
-    assert files_under(tmp_path) == []
+    assert files_under(tmp_path / "dl") == []
 
 
 @pytest.mark.network
@@ -194,13 +194,14 @@ def test_download_500_is_retried_with_backoff_then_fails(server, tmp_path):
     sleeps: list[float] = []
 
     with pytest.raises(DownloadError) as info:
-        download_file(url, tmp_path / "flaky.bin", sha256=sha256(b"x"), retries=2, backoff=0.01, sleep=sleeps.append)
+        download_file(url, tmp_path / "dl" / "flaky.bin", sha256=sha256(b"x"), retries=2, backoff=0.01,
+                      sleep=sleeps.append)
 
     assert info.value.status == 500
     assert info.value.url == url and url in str(info.value)
     assert server.count("flaky.bin") == 3
     assert sleeps == [0.01, 0.02]
-    assert files_under(tmp_path) == []
+    assert files_under(tmp_path / "dl") == []
 
 
 @pytest.mark.network
@@ -226,7 +227,7 @@ def test_dropped_connection_is_resumed_with_a_range_request(server, tmp_path):
     data = payload(300_000)
     url = server.put("big.bin", data)
     server.drop["/big.bin"] = (100_000, 1)
-    dest = tmp_path / "big.bin"
+    dest = tmp_path / "dl" / "big.bin"
 
     download_file(url, dest, sha256=sha256(data), size=len(data), backoff=0)
 
@@ -234,7 +235,7 @@ def test_dropped_connection_is_resumed_with_a_range_request(server, tmp_path):
     first, second = server.ranges("big.bin")
     assert first is None
     assert re.fullmatch(r"bytes=[1-9]\d*-", second), second
-    assert os.listdir(tmp_path) == ["big.bin"]
+    assert os.listdir(dest.parent) == ["big.bin"]
 
 
 @pytest.mark.network
@@ -243,13 +244,13 @@ def test_dropped_connection_restarts_when_the_server_ignores_range(server, tmp_p
     url = server.put("big.bin", data)
     server.drop["/big.bin"] = (100_000, 1)
     server.ignore_range = True
-    dest = tmp_path / "big.bin"
+    dest = tmp_path / "dl" / "big.bin"
 
     download_file(url, dest, sha256=sha256(data), size=len(data), backoff=0)
 
     assert dest.read_bytes() == data  # a 200 answer to a Range request is taken as the whole file
     assert server.count("big.bin") == 2
-    assert os.listdir(tmp_path) == ["big.bin"]
+    assert os.listdir(dest.parent) == ["big.bin"]
 
 
 @pytest.mark.network
@@ -257,7 +258,7 @@ def test_dropped_connection_without_known_size_is_still_resumed(server, tmp_path
     data = payload(200_000, seed=2)
     url = server.put("big.bin", data)
     server.drop["/big.bin"] = (50_000, 2)
-    dest = tmp_path / "big.bin"
+    dest = tmp_path / "dl" / "big.bin"
 
     download_file(url, dest, sha256=sha256(data), backoff=0)
 

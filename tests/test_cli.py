@@ -1,0 +1,78 @@
+"""The command line, called in-process through taskflow.cli.main."""
+
+import json
+
+import pytest
+
+from taskflow.cli import main
+
+
+def _lines(text):
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def test_texts_on_the_command_line(tiny_sentiment, capsys):
+    assert main(["sentiment_analysis", "很好", "很差", "--task-path", str(tiny_sentiment)]) == 0
+    out = _lines(capsys.readouterr().out)
+    assert [r["text"] for r in out] == ["很好", "很差"]
+    assert all(r["label"] in ("negative", "positive") for r in out)
+
+
+def test_txt_file_to_jsonl_keeps_order_and_writes_atomically(tiny_sentiment, tmp_path, capsys):
+    texts = [f"第{i}条评论，很好" if i % 2 else f"第{i}条评论，太差" for i in range(2500)]
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    target = tmp_path / "out.jsonl"
+    assert main(["senta", "--input", str(source), "--output", str(target), "--task-path", str(tiny_sentiment), "--quiet"]) == 0
+    rows = _lines(target.read_text(encoding="utf-8"))
+    assert [r["text"] for r in rows] == texts
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.jsonl"], "temporary file left behind"
+
+
+def test_csv_column_and_missing_column(tiny_sentiment, tmp_path, capsys):
+    source = tmp_path / "in.csv"
+    source.write_text('id,review\n1,"很好, 真的"\n2,太差\n', encoding="utf-8")
+    assert main(["sentiment_analysis", "--input", str(source), "--field", "review", "--task-path", str(tiny_sentiment)]) == 0
+    assert [r["text"] for r in _lines(capsys.readouterr().out)] == ["很好, 真的", "太差"]
+    assert main(["sentiment_analysis", "--input", str(source), "--task-path", str(tiny_sentiment)]) == 2
+    assert "no column 'text'" in capsys.readouterr().err
+
+
+def test_bad_jsonl_line_is_reported_with_its_line_number(tiny_sentiment, tmp_path, capsys):
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"text": "很好"}\n{"text": \n', encoding="utf-8")
+    assert main(["sentiment_analysis", "--input", str(source), "--task-path", str(tiny_sentiment)]) == 2
+    assert "in.jsonl:2" in capsys.readouterr().err
+
+
+def test_bad_item_in_a_file_names_its_line(tiny_sentiment, tmp_path, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text("很好\n\n很差\n", encoding="utf-8")
+    target = tmp_path / "out.jsonl"
+    assert main(["sentiment_analysis", "--input", str(source), "--output", str(target), "--task-path", str(tiny_sentiment)]) == 2
+    err = capsys.readouterr().err
+    assert "in.txt:2" in err and "empty" in err
+    assert not target.exists(), "a failed job must not leave a partial output"
+
+
+def test_list(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "sentiment_analysis (aliases: sentiment, senta)" in out
+
+
+def test_pack_writes_the_endpoint_layout(tiny_sentiment, tmp_path, capsys):
+    assert main(["pack", str(tiny_sentiment), str(tmp_path / "served")]) == 0
+    version_dir = tmp_path / "served" / "sentiment_analysis" / "tiny"
+    (version,) = list(version_dir.iterdir())
+    assert sorted(p.name for p in version.iterdir()) == ["manifest.json", "vocab.txt", "weights.npz"]
+
+
+def test_unknown_task_exits_2_with_a_suggestion(capsys):
+    assert main(["sentimnt_analysis", "好"]) == 2
+    assert "Did you mean" in capsys.readouterr().err
+
+
+def test_texts_and_input_are_exclusive(tmp_path):
+    with pytest.raises(SystemExit):
+        main(["sentiment_analysis"])
