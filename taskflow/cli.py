@@ -105,7 +105,7 @@ def read_items(path: Path, field: str = "text") -> Iterator[tuple[int, object]]:
 def _run_file(flow, path: Path, output: str | None, field: str, *, quiet: bool, chunk: int = 1024) -> None:
     from tqdm.auto import tqdm
 
-    from .resources import _temp_name
+    from .packages import _temp_name
 
     out_path = Path(output) if output else None
     tmp = _temp_name(out_path) if out_path else None
@@ -145,7 +145,7 @@ def _process(flow, path: Path, batch, sink, bar) -> None:
 def _write_jsonl(results, output: str | None) -> None:
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in results)
     if output:
-        from .resources import atomic_write_text
+        from .packages import atomic_write_text
 
         atomic_write_text(output, text)
     else:
@@ -173,7 +173,7 @@ def _cmd_download(argv: list[str]) -> int:
     _common_options(parser)
     args = parser.parse_args(argv)
     from .registry import get_task_class
-    from .resources import resolve
+    from .packages import resolve
 
     cls = get_task_class(args.task)
     package = resolve(cls.name, args.model or cls.default_model, home=args.home, offline=args.offline, progress=True)
@@ -189,7 +189,7 @@ def _cmd_pack(argv: list[str]) -> int:
     parser.add_argument("package_dir")
     parser.add_argument("dest")
     args = parser.parse_args(argv)
-    from .resources import pack
+    from .packages import pack
 
     print(pack(args.package_dir, args.dest))
     return 0

@@ -8,7 +8,7 @@ from typing import Any
 from .errors import UnknownModelError
 from .predictor import PredictorOptions
 from .registry import get_task_class, task_names
-from .resources import available_models, resolve
+from .packages import available_models, resolve
 
 __all__ = ["Taskflow"]
 

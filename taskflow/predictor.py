@@ -322,7 +322,7 @@ class Predictor:
 
 def save_weights(network, path: str | os.PathLike, float16: Callable[[str], bool] = lambda name: False) -> None:
     """Save ``network.state_dict()`` to ``path``; names for which ``float16(name)`` is true are halved."""
-    from .resources import atomic_write_bytes
+    from .packages import atomic_write_bytes
     import io
 
     arrays = {}

@@ -23,7 +23,7 @@ import numpy as np
 
 from .errors import InputTypeError, InvalidInputError
 from .predictor import InputSpec, Predictor, PredictorOptions
-from .resources import ModelPackage, cache_dir
+from .packages import ModelPackage, cache_dir
 from .text import split_text
 
 __all__ = ["Task", "TextTask", "check_text"]

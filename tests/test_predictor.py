@@ -17,7 +17,7 @@ from taskflow.predictor import (
     import_paddle,
     inference_settings,
 )
-from taskflow.resources import Manifest, write_package
+from taskflow.packages import Manifest, write_package
 
 paddle = import_paddle()
 PADDLE_MAJOR = int(paddle.__version__.split(".")[0])

@@ -343,7 +343,7 @@ def resolve(
         url = f"{base}/{task}/{model}/{manifest.version}/{name}"
         download_file(
             url, cached / name, sha256=entry["sha256"], size=entry["size"],
-            lock=__import__("contextlib").nullcontext(),
+            lock=_file_lock(home_path, f"{task}/{model}/{manifest.version}/{name}"),
             progress=progress,
         )
         if entry.get("extract"):
@@ -394,9 +394,9 @@ def download_file(
     with lock:
         if dest.is_file() and (size is None or dest.stat().st_size == size) and sha256_file(dest) == sha256:
             return dest
+        created_dir = not dest.parent.exists()  # only a folder we made is removed on failure
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = _temp_name(dest)
-        created_dir = not any(dest.parent.iterdir())
         try:
             with requests.Session() as session, tqdm(
                 total=size, unit="B", unit_scale=True, unit_divisor=1024,

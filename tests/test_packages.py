@@ -1,4 +1,4 @@
-"""taskflow.resources: manifests, the cache, resolution, downloads and archives.
+"""taskflow.packages: manifests, the cache, resolution, downloads and archives.
 
 Downloads go to a real HTTP server on 127.0.0.1 started by the ``server``
 fixture; nothing about HTTP is mocked.  The server is scripted per test
@@ -28,7 +28,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from taskflow import resources
+from taskflow import packages
 from taskflow.errors import (
     ChecksumError,
     DownloadError,
@@ -37,7 +37,7 @@ from taskflow.errors import (
     OfflineModeError,
     UnsafeArchiveError,
 )
-from taskflow.resources import Manifest, download_file, extract_archive, pack, resolve, write_package
+from taskflow.packages import Manifest, download_file, extract_archive, pack, resolve, write_package
 
 
 def sha256(data: bytes) -> str:
@@ -292,7 +292,7 @@ def pinned(tmp_path, monkeypatch, server, home):
     bundled = tmp_path / "bundled"
     (bundled / TASK / MODEL).mkdir(parents=True)
     (bundled / TASK / MODEL / "manifest.json").write_bytes((tmp_path / "package" / "manifest.json").read_bytes())
-    monkeypatch.setattr(resources, "_bundled_root", lambda: bundled)
+    monkeypatch.setattr(packages, "_bundled_root", lambda: bundled)
     return manifest
 
 
@@ -411,12 +411,12 @@ def test_http_error_during_resolve_names_the_url(pinned, server, home, monkeypat
 _CHILD = textwrap.dedent("""
     import json, sys
     from pathlib import Path
-    import taskflow.resources as resources
+    import taskflow.packages as packages
 
-    resources._bundled_root = lambda: Path(sys.argv[1])
+    packages._bundled_root = lambda: Path(sys.argv[1])
     print("ready", flush=True)
     sys.stdin.readline()  # start together
-    package = resources.resolve(sys.argv[2], sys.argv[3], progress=False)
+    package = packages.resolve(sys.argv[2], sys.argv[3], progress=False)
     print(json.dumps({"source": package.source, "dir": str(package.directory)}), flush=True)
 """)
 
@@ -428,7 +428,7 @@ def test_two_processes_download_a_file_once(pinned, server, home, monkeypatch, t
     server.delay = 1.0  # the first download is still running when the second process asks
     children = [
         subprocess.Popen(
-            [sys.executable, "-c", _CHILD, str(resources._bundled_root()), TASK, MODEL],
+            [sys.executable, "-c", _CHILD, str(packages._bundled_root()), TASK, MODEL],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         for _ in range(2)

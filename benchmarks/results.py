@@ -1,0 +1,49 @@
+"""Write a benchmark's figures into its own section of benchmarks/RESULTS.md."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import re
+from pathlib import Path
+
+RESULTS = Path(__file__).with_name("RESULTS.md")
+
+
+def machine() -> str:
+    import importlib.metadata as md
+
+    paddle = md.version("paddlepaddle") if _has("paddlepaddle") else "none"
+    return (
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"paddlepaddle {paddle}, {datetime.date.today().isoformat()}"
+    )
+
+
+def _has(dist: str) -> bool:
+    import importlib.metadata as md
+
+    try:
+        md.version(dist)
+        return True
+    except md.PackageNotFoundError:
+        return False
+
+
+def table(header: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def update_section(name: str, body: str, path: Path = RESULTS) -> None:
+    """Replace (or append) the section delimited by BEGIN/END markers for ``name``."""
+    from taskflow.packages import atomic_write_text
+
+    begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
+    block = f"{begin}\n{body.strip()}\n{end}"
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n\nEach section is written by the script it names; do not edit by hand.\n"
+    pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
+    text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
+    atomic_write_text(path, text)
