@@ -9,7 +9,6 @@ Texts are ChnSentiCorp test reviews.  Figures go to benchmarks/RESULTS.md.
 from __future__ import annotations
 
 import argparse
-import csv
 import resource
 import subprocess
 import sys
@@ -20,12 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from results import machine, table, update_section  # noqa: E402
-
-
-def read_texts(path: Path) -> list[str]:
-    with open(path, encoding="utf-8", newline="") as handle:
-        return [row["text"] for row in csv.DictReader(handle, delimiter="\t")]
+from common import machine, read_labelled_tsv, table, update_section  # noqa: E402
 
 
 def rss_mb() -> float:
@@ -67,7 +61,7 @@ def main() -> None:
 
     from taskflow import Taskflow
 
-    texts = read_texts(Path(args.data) / "chnsenticorp" / "test.tsv")
+    texts, _ = read_labelled_tsv(Path(args.data) / "chnsenticorp" / "test.tsv")
     lines = [f"Machine: {machine()}. Texts: ChnSentiCorp test ({len(texts)} reviews, "
              f"mean {sum(map(len, texts)) / len(texts):.0f} chars). Command: "
              "`python benchmarks/bench_sentiment.py --data ../shared/data/sentiment`.", ""]

@@ -1,7 +1,9 @@
-"""Write a benchmark's figures into its own section of benchmarks/RESULTS.md."""
+"""Shared by the benchmark scripts: data reading, tables, and writing a
+script's own section of benchmarks/RESULTS.md."""
 
 from __future__ import annotations
 
+import csv
 import datetime
 import os
 import platform
@@ -47,3 +49,10 @@ def update_section(name: str, body: str, path: Path = RESULTS) -> None:
     pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
     text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
     atomic_write_text(path, text)
+
+
+def read_labelled_tsv(path) -> tuple[list[str], list[int]]:
+    """``label<TAB>text`` files with a header row, as in ../shared/data/sentiment."""
+    with open(path, encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+    return [r["text"] for r in rows], [int(r["label"]) for r in rows]
