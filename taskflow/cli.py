@@ -172,12 +172,13 @@ def _cmd_download(argv: list[str]) -> int:
     parser.add_argument("task")
     _common_options(parser)
     args = parser.parse_args(argv)
-    from .registry import get_task_class
     from .packages import resolve
+    from .pipeline import Taskflow
+    from .registry import get_task_class
 
-    cls = get_task_class(args.task)
-    package = resolve(cls.name, args.model or cls.default_model, home=args.home, offline=args.offline, progress=True)
-    print(f"{cls.name}/{package.manifest.name} {package.manifest.version}: {package.directory} ({package.source})")
+    package_task, model = Taskflow.locate(get_task_class(args.task), args.model)
+    package = resolve(package_task, model, home=args.home, offline=args.offline, progress=True)
+    print(f"{package_task}/{model} {package.manifest.version}: {package.directory} ({package.source})")
     return 0
 
 

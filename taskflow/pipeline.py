@@ -18,7 +18,8 @@ class Taskflow:
 
     Args:
         task: a task name or alias, see :meth:`Taskflow.tasks`.
-        model: which of the task's models to run (default: the task's default).
+        model: which of the task's models to run (default: the task's default);
+            ``"other_task/name"`` names a model packaged under another task.
         mode: a named preset of a task that maps to a model (e.g. ner's ``fast``).
         device: ``"cpu"`` (default), ``"gpu"`` or ``"gpu:<id>"`` (needs paddlepaddle-gpu).
         batch_size: units per forward pass (default: the task's own).
@@ -61,12 +62,22 @@ class Taskflow:
                 f"Taskflow({cls.name!r}) got unknown option(s) {', '.join(unknown)}; "
                 f"{cls.name} accepts {', '.join(accepted) or 'no task options'}"
             )
-        model = self._pick_model(cls, model, mode)
         options = PredictorOptions(
             device=device, precision=precision, num_threads=num_threads, static=static, tensorrt=tensorrt
         )
-        package = resolve(cls.name, model, task_path=task_path, home=home, offline=offline)
+        package_task, model_name = self.locate(cls, model, mode)
+        package = resolve(package_task, model_name, task_path=task_path, home=home, offline=offline)
         self.task = cls(package, options=options, batch_size=batch_size, home=home, **task_options)
+
+    @staticmethod
+    def locate(cls, model: str | None = None, mode: str | None = None) -> tuple[str, str]:
+        """``(package task, model name)`` for a task class and the user's model/mode choice.
+
+        ``"other_task/name"`` runs a model packaged under another task's folder,
+        so thin tasks (e.g. word segmentation over the lexical model) share one package.
+        """
+        package_task, _, name = Taskflow._pick_model(cls, model, mode).rpartition("/")
+        return package_task or cls.name, name
 
     @staticmethod
     def _pick_model(cls, model: str | None, mode: str | None) -> str:

@@ -52,8 +52,8 @@ class Task:
 
     name: str = ""            # set by @register_task
     aliases: tuple[str, ...] = ()
-    default_model: str = ""
-    modes: dict[str, str] = {}    # mode -> model name
+    default_model: str = ""       # a model name, or "other_task/name" for a model packaged under another task
+    modes: dict[str, str] = {}    # mode -> model, same forms as default_model
     default_batch_size: int = 32
 
     def __init__(
@@ -101,7 +101,7 @@ class Task:
             self._predictor = Predictor(
                 self.build_network,
                 inputs=self.input_specs(),
-                export_dir=cache_dir(self.name, self.manifest.name, self.manifest.version, self.home) / "static",
+                export_dir=cache_dir(self.manifest.task, self.manifest.name, self.manifest.version, self.home) / "static",
                 weights_key=self.weights_key(),
                 options=self.options,
             )
