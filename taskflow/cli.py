@@ -1,7 +1,8 @@
 """Command line: ``taskflow TASK "text"``, ``taskflow list``, ``download``, ``pack``, ``train``.
 
     taskflow sentiment_analysis "这家酒店很干净"
-    taskflow sentiment_analysis --input reviews.txt --output results.jsonl
+    taskflow sentiment_analysis --input reviews.txt --output results.jsonl [--workers 2] [--resume]
+    taskflow sentiment_analysis --input reviews.jsonl --output out/ --backend ray
     taskflow list
     taskflow download sentiment_analysis
     taskflow pack resources/sentiment_analysis/char_cnn served/
@@ -11,13 +12,9 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib
 import json
-import os
 import sys
-from pathlib import Path
-from typing import Iterator
 
 from .errors import InvalidInputError, TaskflowError
 
@@ -48,10 +45,17 @@ def _cmd_run(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="taskflow TASK", description="Run a task on texts or a file.")
     parser.add_argument("task")
     parser.add_argument("texts", nargs="*", help="texts to process (or use --input)")
-    parser.add_argument("--input", help="file to read: .txt (a text a line), .jsonl, .csv or .tsv")
-    parser.add_argument("--output", help="where to write JSON lines (default: stdout)")
-    parser.add_argument("--field", default="text", help="column / JSON key holding the text (default: text)")
+    parser.add_argument("--input", help="file to read: .txt (a record a line), .jsonl, .csv or .tsv")
+    parser.add_argument("--output", help="where to write JSON lines (default: stdout; a directory with --backend ray)")
+    parser.add_argument("--field", help="key/column(s) holding the input, comma-separated (default: the task's, e.g. text)")
     parser.add_argument("--batch-size", type=int)
+    parser.add_argument("--workers", type=int, default=1, help="processes, each with its own predictor")
+    parser.add_argument("--resume", action="store_true", help="continue an interrupted job into the same --output")
+    parser.add_argument("--on-error", choices=("raise", "skip"), default="raise",
+                        help="a bad record stops the job (raise) or goes to the errors file (skip)")
+    parser.add_argument("--errors", help="errors file for --on-error skip (default: OUTPUT.errors.jsonl)")
+    parser.add_argument("--backend", choices=("local", "ray"), default="local")
+    parser.add_argument("--address", help="Ray cluster address for --backend ray (default: start a local Ray)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--task-path", help="directory of your own trained package")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -59,87 +63,43 @@ def _cmd_run(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if bool(args.texts) == bool(args.input):
         parser.error("give either texts or --input FILE")
+    fields = args.field.split(",") if args.field else None
+    options = dict(model=args.model, device=args.device, batch_size=args.batch_size,
+                   task_path=args.task_path, home=args.home, offline=args.offline)
+
+    if args.backend == "ray":
+        if not (args.input and args.output):
+            parser.error("--backend ray needs --input and --output")
+        from .ray import run_file as run_on_ray
+
+        run_on_ray(args.task, args.input, args.output, fields=fields, address=args.address,
+                   concurrency=args.workers, **options)
+        return 0
 
     from .pipeline import Taskflow
 
-    flow = Taskflow(
-        args.task, model=args.model, device=args.device, batch_size=args.batch_size,
-        task_path=args.task_path, home=args.home, offline=args.offline,
-    )
+    flow = Taskflow(args.task, **options)
     if args.texts:
-        results = flow(args.texts)
-        _write_jsonl(results, args.output)
+        _write_jsonl(flow(args.texts), args.output)
         return 0
-    _run_file(flow, Path(args.input), args.output, args.field, quiet=args.quiet)
+    if args.output is None:
+        # Stream to stdout: nothing to rename or resume.
+        from .jobs import iter_chunks, process_chunk, read_records
+
+        for chunk in iter_chunks(read_records(args.input, fields or flow.task.input_fields), 1024):
+            for record, result, error in process_chunk(flow.task, chunk, args.input):
+                if error is not None:
+                    raise InvalidInputError(error)
+                sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+        return 0
+    summary = flow.predict_file(
+        args.input, args.output, fields=fields, workers=args.workers, resume=args.resume,
+        on_error=args.on_error, errors_path=args.errors, progress=False if args.quiet else None,
+    )
+    # Said even with --quiet: skipped records must never pass unnoticed.
+    for message in summary.messages:
+        print(f"taskflow: {message}", file=sys.stderr)
     return 0
-
-
-def read_items(path: Path, field: str = "text") -> Iterator[tuple[int, object]]:
-    """``(line number, item)`` pairs from a .txt, .jsonl, .csv or .tsv file."""
-    suffix = path.suffix.lower()
-    with open(path, encoding="utf-8", newline="") as handle:
-        if suffix in (".csv", ".tsv"):
-            reader = csv.DictReader(handle, delimiter="\t" if suffix == ".tsv" else ",")
-            if reader.fieldnames is None or field not in reader.fieldnames:
-                raise InvalidInputError(f"{path}: no column {field!r}; columns are {reader.fieldnames}; pick one with --field")
-            for row in reader:
-                yield reader.line_num, row[field]
-        elif suffix == ".jsonl":
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InvalidInputError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
-                if isinstance(record, dict):
-                    if field not in record:
-                        raise InvalidInputError(f"{path}:{number}: no key {field!r}; pick one with --field")
-                    record = record[field]
-                yield number, record
-        else:
-            for number, line in enumerate(handle, 1):
-                yield number, line.rstrip("\r\n")
-
-
-def _run_file(flow, path: Path, output: str | None, field: str, *, quiet: bool, chunk: int = 1024) -> None:
-    from tqdm.auto import tqdm
-
-    from .packages import _temp_name
-
-    out_path = Path(output) if output else None
-    tmp = _temp_name(out_path) if out_path else None
-    sink = open(tmp, "w", encoding="utf-8") if tmp else sys.stdout
-    try:
-        with tqdm(unit="items", disable=True if quiet else None, file=sys.stderr) as bar:
-            batch: list[tuple[int, object]] = []
-            for entry in read_items(path, field):
-                batch.append(entry)
-                if len(batch) == chunk:
-                    _process(flow, path, batch, sink, bar)
-                    batch = []
-            if batch:
-                _process(flow, path, batch, sink, bar)
-        if tmp:
-            sink.close()
-            os.replace(tmp, out_path)
-    finally:
-        if tmp:
-            sink.close()
-            tmp.unlink(missing_ok=True)
-
-
-def _process(flow, path: Path, batch, sink, bar) -> None:
-    try:
-        results = flow([item for _, item in batch])
-    except (InvalidInputError, TypeError) as exc:
-        index = getattr(exc, "index", None)
-        if index is not None:
-            raise type(exc)(f"{path}:{batch[index][0]}: {exc}", index) from exc
-        raise
-    for result in results:
-        sink.write(json.dumps(result, ensure_ascii=False) + "\n")
-    bar.update(len(batch))
 
 
 def _write_jsonl(results, output: str | None) -> None:

@@ -24,6 +24,7 @@ __all__ = [
     "DeviceError",
     "PaddleNotInstalledError",
     "ExportError",
+    "UserDictError",
 ]
 
 
@@ -103,3 +104,16 @@ class PaddleNotInstalledError(TaskflowError, ImportError):
 
 class ExportError(TaskflowError, RuntimeError):
     """The dynamic-graph network could not be exported to a static graph."""
+
+
+class UserDictError(TaskflowError, ValueError):
+    """A user dictionary (``user_dict=``) has a line, type or format the task cannot use.
+
+    ``source`` names the file (or ``"user_dict"`` for a list) and ``line`` the
+    1-based line number, when the error is about one line.
+    """
+
+    def __init__(self, message: str, source: str | None = None, line: int | None = None):
+        super().__init__(message)
+        self.source = source
+        self.line = line

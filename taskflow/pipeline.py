@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Iterable, Iterator, Sequence
 
+from .display import Results
 from .errors import UnknownModelError
 from .predictor import PredictorOptions
 from .registry import get_task_class, task_names
@@ -54,6 +55,13 @@ class Taskflow:
         offline: bool | None = None,
         **task_options: Any,
     ):
+        # Enough to rebuild this pipeline in a worker process (see predict_file).
+        self._config = {
+            "task": task, "model": model, "mode": mode, "device": device, "batch_size": batch_size,
+            "precision": precision, "num_threads": num_threads, "static": static, "tensorrt": tensorrt,
+            "task_path": None if task_path is None else str(task_path),
+            "home": None if home is None else str(home), "offline": offline, **task_options,
+        }
         cls = get_task_class(task)
         accepted = cls.option_names()
         unknown = sorted(set(task_options) - set(accepted))
@@ -91,10 +99,55 @@ class Taskflow:
             return cls.modes[mode]
         return model or cls.default_model
 
-    def __call__(self, inputs: Any) -> list:
+    def __call__(self, inputs: Any) -> Results:
         """Results for ``inputs`` (one item or a list of items): a list with one
-        result per item, in input order."""
-        return self.task(inputs)
+        result per item, in input order (it renders as HTML in notebooks)."""
+        return Results(self.task(inputs), render=self.task.render_html)
+
+    def stream(self, items: Iterable[Any], *, chunk_size: int | None = None) -> Iterator[Any]:
+        """Results for any iterable of items, lazily and in order, a chunk at a time.
+
+        A bad item raises a typed error whose index counts from the start of the stream.
+
+        >>> for result in Taskflow("sentiment_analysis").stream(open("reviews.txt")):  # doctest: +SKIP
+        ...     print(result["label"])
+        """
+        from .jobs import iter_chunks
+
+        task = self.task
+        offset = 0
+        for chunk in iter_chunks(items, chunk_size or max(64, task.batch_size * 8)):
+            checked = [task.check_item(item, offset + i) for i, item in enumerate(chunk)]
+            yield from task.run_items(checked)
+            offset += len(chunk)
+
+    def predict_file(
+        self,
+        input_path: str | os.PathLike,
+        output_path: str | os.PathLike,
+        *,
+        fields: Sequence[str] | None = None,
+        workers: int = 1,
+        resume: bool = False,
+        on_error: str = "raise",
+        errors_path: str | os.PathLike | None = None,
+        chunk_size: int | None = None,
+        progress: bool | None = None,
+    ):
+        """Run over a .txt/.jsonl/.csv/.tsv file into JSON lines, as the CLI does.
+
+        Streams (memory independent of file size), keeps input order, writes the
+        output atomically, and with ``resume=True`` continues an interrupted job.
+        ``workers=N`` runs N processes, each with its own predictor.
+        ``on_error="skip"`` records bad lines in ``<output>.errors.jsonl``
+        instead of stopping.  Returns a :class:`taskflow.jobs.JobSummary`.
+        """
+        from .jobs import run_file
+
+        return run_file(
+            self.task, input_path, output_path, fields=fields, workers=workers, worker_config=self._config,
+            resume=resume, on_error=on_error, errors_path=errors_path, chunk_size=chunk_size, progress=progress,
+        )
 
     def __repr__(self) -> str:
         m = self.task.manifest
@@ -116,8 +169,18 @@ class Taskflow:
             rows.append({
                 "task": name,
                 "aliases": list(cls.aliases),
-                "models": available_models(name),
+                "models": available_models(name) + _shared_models(cls),
                 "default_model": cls.default_model,
                 "modes": dict(cls.modes),
             })
         return rows
+
+
+def _shared_models(cls) -> list[str]:
+    """The ``"other_task/name"`` models a task's default or modes name, if they ship."""
+    found = []
+    for ref in (cls.default_model, *cls.modes.values()):
+        package_task, _, name = ref.rpartition("/")
+        if package_task and ref not in found and name in available_models(package_task):
+            found.append(ref)
+    return found

@@ -55,6 +55,7 @@ class Task:
     default_model: str = ""       # a model name, or "other_task/name" for a model packaged under another task
     modes: dict[str, str] = {}    # mode -> model, same forms as default_model
     default_batch_size: int = 32
+    input_fields: tuple[str, ...] = ("text",)  # what a file record holds (jsonl keys, csv columns)
 
     def __init__(
         self,
@@ -135,6 +136,12 @@ class Task:
 
     def postprocess(self, outputs: list[np.ndarray], units: list[Any]) -> list[Any]:
         raise NotImplementedError
+
+    def render_html(self, results: list[Any]) -> str:
+        """How a notebook shows a list of results (default: a table of their fields)."""
+        from .display import html_table
+
+        return html_table([r if isinstance(r, dict) else {"result": r} for r in results])
 
     # ----------------------------------------------------------------- driver
     def as_items(self, inputs: Any) -> list[Any]:

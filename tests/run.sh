@@ -9,13 +9,14 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 
 setup() {
-    local dir=$1; shift
+    local dir=$1 extras=$2; shift 2
     [ -x "$dir/bin/python" ] || "$PYTHON" -m venv "$dir"
-    "$dir/bin/python" -m pip install -q --disable-pip-version-check "$@" -e '.[test]'
+    "$dir/bin/python" -m pip install -q --disable-pip-version-check "$@" -e ".[$extras]"
 }
 
-setup .venv-paddle3 "paddlepaddle>=3,<4"
-setup .venv-paddle2 "paddlepaddle==2.6.2" "numpy<2" "protobuf<4"
+# Ray runs in the Paddle 3 environment only (its tests skip where Ray is absent).
+setup .venv-paddle3 test,ray "paddlepaddle>=3,<4"
+setup .venv-paddle2 test "paddlepaddle==2.6.2" "numpy<2" "protobuf<4"
 
 status=0
 echo "== paddlepaddle $(.venv-paddle3/bin/python -c 'import importlib.metadata as m; print(m.version("paddlepaddle"))')"

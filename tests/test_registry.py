@@ -8,6 +8,11 @@ from taskflow.registry import canonical_name, get_task_class, task_names
 # Pinned like spaCy's registry snapshot: adding or renaming a task must update this.
 EXPECTED_TASKS = {
     "sentiment_analysis": {"aliases": ["sentiment", "senta"], "default_model": "char_cnn"},
+    "lexical_analysis": {"aliases": ["lac", "lexical"], "default_model": "bigru_crf"},
+    "word_segmentation": {"aliases": ["segmentation", "cws"], "default_model": "lexical_analysis/bigru_crf"},
+    "pos_tagging": {"aliases": ["pos"], "default_model": "lexical_analysis/bigru_crf"},
+    "ner": {"aliases": ["named_entity_recognition"], "default_model": "lexical_analysis/bigru_crf",
+            "modes": {"fast": "lexical_analysis/bigru_crf"}},
 }
 
 
@@ -17,6 +22,7 @@ def test_registry_snapshot():
     for name, expected in EXPECTED_TASKS.items():
         assert rows[name]["aliases"] == expected["aliases"]
         assert rows[name]["default_model"] == expected["default_model"]
+        assert rows[name]["modes"] == expected.get("modes", {})
         assert expected["default_model"] in rows[name]["models"], "the default model's manifest must ship"
 
 

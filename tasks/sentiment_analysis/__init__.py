@@ -12,6 +12,8 @@ chunks' probabilities are averaged, weighted by their length.
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 
 from taskflow.predictor import InputSpec, load_weights
@@ -92,3 +94,15 @@ class SentimentAnalysisTask(TextTask):
         if self.return_all_scores:
             result["scores"] = {label: float(p) for label, p in zip(self.labels, probs)}
         return result
+
+    def render_html(self, results):
+        from taskflow.display import html_table
+
+        colours = {"positive": "#bbf7d0", "negative": "#fecaca"}
+
+        def cell(column, value):
+            if column == "label":
+                return f"<span style='background:{colours.get(value, '#eee')};padding:0 4px'>{html.escape(value)}</span>"
+            return None
+
+        return html_table(results, ["text", "label", "score"], cell)

@@ -1,0 +1,87 @@
+"""Results that stay plain lists but render readably in Jupyter.
+
+``Taskflow(...)(texts)`` returns a :class:`Results`: a ``list`` subclass, so
+it compares equal to plain lists, serialises with ``json.dumps`` and pickles,
+while ``_repr_html_`` asks the task to draw it (a table, highlighted spans...).
+Every string that reaches the HTML goes through :func:`html.escape`.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Callable, Iterable, Sequence
+
+__all__ = ["Results", "html_table", "html_spans"]
+
+_STYLE = "border-collapse:collapse;font-family:sans-serif;font-size:13px"
+_CELL = "border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top"
+# One colour per label, stable across calls; the palette repeats for many labels.
+_PALETTE = ["#fde68a", "#bfdbfe", "#bbf7d0", "#fecaca", "#ddd6fe", "#fbcfe8", "#c7d2fe", "#fed7aa"]
+
+
+class Results(list):
+    """A list of task results with an HTML view for notebooks."""
+
+    def __init__(self, items: Iterable[Any] = (), render: Callable[[list], str] | None = None):
+        super().__init__(items)
+        self._render = render
+
+    def _repr_html_(self) -> str:
+        if self._render is None:
+            return html_table([r if isinstance(r, dict) else {"result": r} for r in self])
+        return self._render(list(self))
+
+    def __reduce__(self):
+        # Pickle as a plain list: the renderer belongs to a live task.
+        return (list, (list(self),))
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return html.escape(str(value))
+
+
+def html_table(rows: Sequence[dict], columns: Sequence[str] | None = None,
+               format_cell: Callable[[str, Any], str] | None = None) -> str:
+    """A small HTML table; ``format_cell(column, value)`` may return ready HTML (escape it yourself)."""
+    if columns is None:
+        columns = list(dict.fromkeys(key for row in rows for key in row))
+    head = "".join(f"<th style='{_CELL}'>{html.escape(str(c))}</th>" for c in columns)
+    body = []
+    for row in rows:
+        cells = []
+        for column in columns:
+            value = row.get(column, "")
+            shown = format_cell(column, value) if format_cell else None
+            cells.append(f"<td style='{_CELL}'>{shown if shown is not None else _cell(value)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table style='{_STYLE}'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def label_colour(label: str, labels: list[str]) -> str:
+    if label not in labels:
+        labels.append(label)
+    return _PALETTE[labels.index(label) % len(_PALETTE)]
+
+
+def html_spans(text: str, spans: Iterable[tuple[int, int, str]], labels: list[str] | None = None) -> str:
+    """``text`` with each ``(start, end, label)`` span highlighted and labelled.
+
+    Overlapping spans are drawn in order of start; a span that starts inside
+    an earlier one is skipped.
+    """
+    labels = [] if labels is None else labels
+    parts, cursor = [], 0
+    for start, end, label in sorted(spans, key=lambda s: (s[0], -s[1])):
+        if start < cursor or end <= start:
+            continue
+        parts.append(html.escape(text[cursor:start]))
+        colour = label_colour(label, labels)
+        parts.append(
+            f"<mark style='background:{colour};padding:0 2px;border-radius:3px'>{html.escape(text[start:end])}"
+            f"<sub style='font-size:9px;margin-left:2px'>{html.escape(label)}</sub></mark>"
+        )
+        cursor = end
+    parts.append(html.escape(text[cursor:]))
+    return "<div style='font-family:sans-serif;line-height:1.9'>" + "".join(parts).replace("\n", "<br>") + "</div>"

@@ -1,0 +1,345 @@
+"""lexical_analysis and its thin tasks: normalisation, user dictionaries, offsets, long
+texts, the CRF, the data rules, and (one test) the shipped model."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from taskflow import Taskflow
+from taskflow.errors import InvalidInputError, UserDictError
+from taskflow.packages import available_models
+from taskflow.tasks.lexical_analysis import encode, normalize, words_from_labels
+from taskflow.tasks.lexical_analysis.user_dict import UserDict
+
+LEXICAL_TASKS = ["lexical_analysis", "word_segmentation", "pos_tagging", "ner"]
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_models):
+    return tiny_models["lexical_analysis"]
+
+
+def flow(tiny, task="lexical_analysis", **options):
+    return Taskflow(task, task_path=tiny, **options)
+
+
+# -------------------------------------------------------------- normalisation
+
+def test_normalize_is_char_for_char_half_width_lower_case():
+    text = "ＩＢＭ　公司，Ａｂｃ１２３！\t李\n"
+    out = normalize(text)
+    assert len(out) == len(text)
+    assert out == "ibm 公司,abc123! 李 "
+
+
+def test_encode_pads_and_frames_bigrams():
+    chars = {"[PAD]": 0, "[UNK]": 1, "我": 2, "们": 3}
+    bigrams = {"[PAD]": 0, "[UNK]": 1, "\x02我": 2, "我们": 3, "们\x03": 4}
+    feeds = encode(["我们", "我"], chars, bigrams)
+    assert feeds["char_ids"].tolist() == [[2, 3], [2, 0]]
+    assert feeds["bigram_ids"].tolist() == [[2, 3, 4], [2, 1, 0]]
+
+
+def test_whitespace_is_never_inside_a_word():
+    text = "ab  cd e"
+    begins = [True] + [False] * (len(text) - 1)
+    words = words_from_labels(text, begins, ["n"] * len(text))
+    assert [text[s:e] for s, e, _ in words] == ["ab", "  ", "cd", " ", "e"]
+    assert [t for _, _, t in words] == ["n", "w", "n", "w", "n"]
+
+
+# ------------------------------------------------------------ user dictionary
+
+def _apply(lines, text, tags=None, **kw):
+    d = UserDict.from_lines(lines, normalize=normalize, **kw)
+    begins = [True] * len(text)
+    tags = list(tags or ["n"] * len(text))
+    d.apply(normalize(text), begins, tags)
+    return [(text[s:e], t) for s, e, t in words_from_labels(text, begins, tags)]
+
+
+def test_user_dict_multi_part_items_and_tags():
+    words = _apply(["春天/SEASON", "花 开/v"], "春天花开了", tags="xxyzu")
+    assert words == [("春天", "SEASON"), ("花", "y"), ("开", "v"), ("了", "u")]
+
+
+def test_untagged_item_keeps_the_model_tag_of_its_first_char():
+    assert _apply(["秋天的风"], "秋天的风吹", tags="abcde") == [("秋天的风", "a"), ("吹", "e")]
+
+
+def test_forward_maximum_matching_resolves_overlaps_and_conflicts():
+    # Longest item at the leftmost position wins; scanning resumes after it.
+    words = _apply(["北京大学/ORG", "大学生/n", "北京/LOC"], "北京大学生")
+    assert words == [("北京大学", "ORG"), ("生", "n")]
+    words = _apply(["北京/LOC", "大学生/n"], "北京大学生")
+    assert words == [("北京", "LOC"), ("大学生", "n")]
+
+
+def test_text_after_a_match_starts_a_new_word():
+    d = UserDict.from_lines(["北京/LOC"], normalize=normalize)
+    text = "北京人"
+    begins, tags = [True, False, False], ["n", "n", "n"]     # the model says one word
+    d.apply(normalize(text), begins, tags)
+    assert [(text[s:e], t) for s, e, t in words_from_labels(text, begins, tags)] == [("北京", "LOC"), ("人", "n")]
+
+
+def test_later_line_wins_and_matching_ignores_width_and_case():
+    words = _apply(["ＩＢＭ/nz", "ibm/ORG"], "用IBM电脑")
+    assert ("IBM", "ORG") in words
+
+
+def test_jieba_format_is_detected_and_its_tags_mapped(tmp_path):
+    path = tmp_path / "jieba.txt"
+    path.write_text("云计算 5\n李小福 2 nr\n创新办 3 i\n", encoding="utf-8")
+    d = UserDict.load(path, normalize=normalize, tag_map={"nr": "PER"})
+    assert d.items["李小福"].tags == ("PER",)
+    assert d.items["创新办"].tags == ("i",)       # unknown to the map: kept
+    assert d.items["云计算"].tags == (None,)
+    # Without a frequency column the same line reads as LAC parts; the format can be forced.
+    assert UserDict.from_lines(["李小福 nr"]).items["李小福nr"].words == ("李小福", "nr")
+    assert UserDict.from_lines(["李小福 nr"], format="jieba").items["李小福"].tags == ("nr",)
+
+
+@pytest.mark.parametrize("lines, line, fragment", [
+    (["春天/SEASON", "花/"], 2, "no tag"),
+    (["/n"], 1, "no word"),
+    (["好", "", "a b/"], 3, "no tag"),
+])
+def test_bad_lac_lines_name_their_line(lines, line, fragment):
+    with pytest.raises(UserDictError, match=fragment) as info:
+        UserDict.from_lines(lines)
+    assert info.value.line == line
+    assert f":{line}:" in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_bad_jieba_line_names_its_line(tmp_path):
+    path = tmp_path / "d.txt"
+    path.write_text("云计算 5\n坏 行 多 了 列\n", encoding="utf-8")
+    with pytest.raises(UserDictError, match=r"d\.txt:2:") as info:
+        UserDict.load(path, format="jieba")
+    assert info.value.line == 2
+
+
+def test_bad_user_dict_sources(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        UserDict.load(tmp_path / "missing.txt")
+    with pytest.raises(UserDictError, match="line 2 must be a str"):
+        UserDict.load(["好", 3])
+    with pytest.raises(UserDictError, match="file path or a list"):
+        UserDict.load({"好": "a"})
+    with pytest.raises(UserDictError, match="user_dict_format"):
+        UserDict.load(["好"], format="pkuseg")
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("好\n".encode() + "café\n".encode("latin-1"))
+    with pytest.raises(UserDictError, match=r"latin1\.txt:2: not valid UTF-8"):
+        UserDict.load(bad)
+
+
+def test_slash_inside_a_word_is_kept():
+    assert UserDict.from_lines(["1/2"]).items["1/2"].tags == (None,)
+    assert UserDict.from_lines(["tcp/ip/nz"]).items["tcp/ip"].tags == ("nz",)
+
+
+# ------------------------------------------------- through the task (tiny model)
+
+@pytest.mark.parametrize("task", LEXICAL_TASKS)
+def test_words_cover_the_text_exactly(tiny, task):
+    texts = ["李明昨天在北京大学见到了王芳", "ＩＢＭ公司 在\t上海。", "我们在上海工作了三年。" * 5, "  前后有空格  "]
+    results = flow(tiny, task)(texts)
+    for text, result in zip(texts, results):
+        if task == "lexical_analysis":
+            words = result["segs"]
+            assert len(result["tags"]) == len(words)
+        elif task == "word_segmentation":
+            words = result
+        else:
+            pairs = result if task == "pos_tagging" else result["words"]
+            words = [w for w, _ in pairs]
+        assert "".join(words) == text
+        assert all(w.strip() == w or not w.strip() for w in words), "whitespace inside a word"
+
+
+def test_user_dict_wins_over_the_model_in_every_task(tiny):
+    user = ["北京大学/ORG", "王芳/PER", "李 明/PER"]
+    text = "李明昨天在北京大学见到了王芳"
+    la = flow(tiny, user_dict=user)(text)[0]
+    assert "北京大学" in la["segs"] and la["tags"][la["segs"].index("北京大学")] == "ORG"
+    assert la["segs"][:2] == ["李", "明"]
+    assert ("王芳", "PER") in flow(tiny, "pos_tagging", user_dict=user)(text)[0]
+    assert "北京大学" in flow(tiny, "word_segmentation", user_dict=user)(text)[0]
+
+
+def test_user_dict_file_through_the_task(tiny, tmp_path):
+    path = tmp_path / "user.txt"
+    path.write_text("\ufeff春天/SEASON\n花 开/v\n", encoding="utf-8")
+    out = flow(tiny, "pos_tagging", user_dict=str(path))("春天花开")[0]
+    assert out[0] == ("春天", "SEASON") and out[2] == ("开", "v")
+    with pytest.raises(UserDictError):
+        flow(tiny, user_dict=["好/"])
+    with pytest.raises(UserDictError, match="user_dict_format"):
+        flow(tiny, user_dict_format="xml")
+
+
+@pytest.mark.parametrize("text", [
+    "ＩＢＭ公司在上海开会，北京大学派人参加。",          # full-width Latin, Chinese punctuation
+    "2024年，ibm 公司在　上海（中国）开会。",             # mixed widths, spaces, ideographic space
+    "前言。" * 10 + "ＩＢＭ公司的人在上海" + "。后记" * 10,   # long: entities land in a later chunk
+])
+def test_ner_offsets_round_trip(tiny, text):
+    ner = flow(tiny, "ner", user_dict=["ibm公司/ORG", "上海/LOC", "北京大学/ORG", "中国/LOC"])
+    result = ner(text)[0]
+    assert result["entities"], "the user dictionary forces entities here"
+    for entity in result["entities"]:
+        assert text[entity["start"]:entity["end"]] == entity["text"]
+        assert entity["label"] in ("PER", "LOC", "ORG", "TIME")
+    assert {"ＩＢＭ公司", "ibm 公司"} & {e["text"] for e in result["entities"]} or "ibm 公司" in text
+    assert "".join(w for w, _ in result["words"]) == text
+
+
+def test_long_text_is_split_and_joined_with_offsets(tiny):
+    text = "我们在上海工作了三年。" * 7 + "这是一个没有标点的很长很长很长很长的句子" * 2
+    la = flow(tiny)
+    assert la.task.max_length == 16 and len(text) > 5 * la.task.max_length
+    result = la(text)[0]
+    assert "".join(result["segs"]) == text
+    # A user item spanning a chunk boundary still matches: the dictionary runs on the whole text.
+    boundary = la.task.split(text)[1][0]
+    item = text[boundary - 2:boundary + 2]
+    joined = flow(tiny, user_dict=[item + "/SPAN"])(text)[0]
+    spans = [s for s, t in zip(joined["segs"], joined["tags"]) if t == "SPAN"]
+    assert spans and all(s == item for s in spans)
+
+
+def test_ner_entity_options(tiny):
+    user = ["春天/SEASON", "上海/LOC", "王芳/PER"]
+    text = "春天王芳去上海"
+    default = flow(tiny, "ner", user_dict=user)(text)[0]
+    assert [e["label"] for e in default["entities"]] == ["PER", "LOC"]
+    only = flow(tiny, "ner", user_dict=user, entity_labels=["SEASON", "PER"], entity_only=True)(text)[0]
+    assert [e["text"] for e in only["entities"]] == ["春天", "王芳"]
+    assert only["words"] == [("春天", "SEASON"), ("王芳", "PER")]
+    with pytest.raises(InvalidInputError, match="'FOOD'"):
+        flow(tiny, "ner", entity_labels=["FOOD"])
+    with pytest.raises(InvalidInputError, match="list of tag names"):
+        flow(tiny, "ner", entity_labels="PER")
+    with pytest.raises(TypeError, match="entity_labels"):
+        flow(tiny, "lexical_analysis", entity_labels=["PER"])
+
+
+def test_thin_tasks_share_one_package_and_export(tiny, shared_home):
+    tasks = [flow(tiny, task) for task in LEXICAL_TASKS]
+    assert {t.task.manifest.task for t in tasks} == {"lexical_analysis"}
+    for t in tasks:
+        t("好")
+    dirs = {t.task.predictor.model_file.parent for t in tasks}
+    assert len(dirs) == 1
+
+
+def test_ner_modes():
+    from taskflow.registry import get_task_class
+
+    assert Taskflow.locate(get_task_class("ner"), mode="fast") == ("lexical_analysis", "bigru_crf")
+    assert Taskflow.locate(get_task_class("word_segmentation")) == ("lexical_analysis", "bigru_crf")
+
+
+# ------------------------------------------------------------------- the CRF
+
+def test_in_graph_viterbi_and_crf_loss_match_brute_force():
+    import paddle
+
+    from taskflow.tasks.lexical_analysis.model import LexicalNet
+
+    paddle.seed(3)
+    net = LexicalNet(30, 40, 4, char_dim=6, bigram_dim=3, hidden_size=5)
+    net.eval()
+    rng = np.random.default_rng(0)
+    lengths = [5, 3, 1]
+    chars = np.zeros((3, 5), "int64")
+    bigrams = np.zeros((3, 6), "int64")
+    tags = np.zeros((3, 5), "int64")
+    for row, n in enumerate(lengths):
+        chars[row, :n] = rng.integers(2, 30, n)
+        bigrams[row, :n + 1] = rng.integers(2, 40, n + 1)
+        tags[row, :n] = rng.integers(0, 4, n)
+    c, b = paddle.to_tensor(chars), paddle.to_tensor(bigrams)
+    path = net(c, b).numpy()
+    emission = net.emissions(c, b)[0].numpy()
+    trans, start, stop = net.transitions.numpy(), net.start.numpy(), net.stop.numpy()
+    nll = []
+    for row, n in enumerate(lengths):
+        def score(y):
+            return (start[y[0]] + stop[y[-1]] + sum(emission[row, t, y[t]] for t in range(n))
+                    + sum(trans[y[t - 1], y[t]] for t in range(1, n)))
+        paths = list(itertools.product(range(4), repeat=n))
+        assert list(max(paths, key=score)) == path[row, :n].tolist()
+        log_z = np.log(sum(np.exp(score(y)) for y in paths))
+        nll.append(log_z - score(tags[row, :n]))
+        # Padding does not change a row's result.
+        alone = net(paddle.to_tensor(chars[row:row + 1, :n]), paddle.to_tensor(bigrams[row:row + 1, :n + 1])).numpy()
+        assert alone[0].tolist() == path[row, :n].tolist()
+    loss = float(net.crf_loss(paddle.to_tensor(emission), c, paddle.to_tensor(tags)))
+    assert loss == pytest.approx(float(np.mean(nll)), rel=1e-4)
+
+
+# ------------------------------------------------------------ data derivation
+
+def test_time_and_number_rules():
+    from taskflow.tasks.lexical_analysis.data import number_tag, time_tag
+
+    for word in ["1997年", "1945年6月", "6月10日", "20时", "80年代", "21世纪", "8:30", "今天", "去年底", "公元前5年", "二〇〇〇年"]:
+        assert time_tag(word), word
+    for word in ["3年", "十年", "5号", "3点", "同志", "年"]:
+        assert not time_tag(word), word
+    measures = {"个", "名"}
+    for word in ["1", "5个", "二十余名", "80%", "1/3", "第一", "26℃", "3.5"]:
+        assert number_tag(word, measures), word
+    for word in ["个", "一起来", "3年级"]:
+        assert not number_tag(word, measures), word
+
+
+def test_derive_sentence_maps_sources_to_lac_tags(tmp_path):
+    from taskflow.tasks.lexical_analysis.data import Lexicon, derive_sentence
+
+    small = tmp_path / "dict_small.tsv"
+    small.write_text("term\tfreq\tpos\n希望\t10\tv\n工程\t10\tn\n文件\t10\tn\n多云\t5\tnr\n", encoding="utf-8")
+    lexicon = Lexicon([small], use_jieba_dict=False)
+    lexicon.hmm_tag = lambda word: "n"      # jieba's HMM is not needed for this check
+    sentence = [("今天", "o"), ("希望", "o"), ("工程", "o"), ("在", "o"), ("北京", "ns"), ("，", "o"),
+                ("《", "o"), ("文件", "o"), ("》", "o"), ("１９９７年", "o"), ("多云", "o"), ("王芳", "nr"),
+                ("新华社", "nt"), ("ＩＢＭ", "o")]
+    tags = [t for _, t in derive_sentence(sentence, lexicon)]
+    assert tags == ["TIME", "v", "n", "p", "LOC", "w", "w", "nw", "w", "TIME", "n", "PER", "ORG", "nz"]
+
+
+def test_split_long_cuts_after_punctuation():
+    from taskflow.tasks.lexical_analysis.train import split_long
+
+    words = [("一二三", "m"), ("，", "w"), ("四五", "m"), ("六七八九", "m"), ("。", "w")]
+    pieces = split_long(words, 7)
+    assert ["".join(w for w, _ in p) for p in pieces] == ["一二三，", "四五六七八九。"]
+    assert sum(len(p) for p in pieces) == len(words)
+
+
+# ------------------------------------------------------------ shipped model
+
+@pytest.mark.skipif("bigru_crf" not in available_models("lexical_analysis"), reason="shipped model not built yet")
+def test_shipped_model_on_clear_sentences():
+    la = Taskflow("lexical_analysis")
+    out = la(["李明昨天在北京大学见到了王芳", "我爱北京天安门", "中国人民银行今天发布了新规定。"])
+    first = dict(zip(out[0]["segs"], out[0]["tags"]))
+    assert out[0]["segs"] == ["李明", "昨天", "在", "北京大学", "见到", "了", "王芳"]
+    assert first["李明"] == "PER" and first["王芳"] == "PER" and first["昨天"] == "TIME"
+    assert first["北京大学"] == "ORG" and first["在"] == "p"
+    assert ("北京", "LOC") in zip(out[1]["segs"], out[1]["tags"])
+    assert "中国人民银行" in out[2]["segs"] and "今天" in out[2]["segs"]
+    ner = Taskflow("ner", mode="fast")("ＩＢＭ公司的李明昨天到了上海。")[0]
+    labels = {(e["text"], e["label"]) for e in ner["entities"]}
+    assert {("李明", "PER"), ("昨天", "TIME"), ("上海", "LOC")} <= labels
+    for entity in ner["entities"]:
+        assert ner["text"][entity["start"]:entity["end"]] == entity["text"]
+    json.dumps(out, ensure_ascii=False)
