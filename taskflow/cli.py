@@ -57,6 +57,7 @@ def _cmd_run(argv: list[str]) -> int:
     parser.add_argument("--backend", choices=("local", "ray"), default="local")
     parser.add_argument("--address", help="Ray cluster address for --backend ray (default: start a local Ray)")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, help="Paddle CPU threads per process (default: cores / workers)")
     parser.add_argument("--task-path", help="directory of your own trained package")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     _common_options(parser)
@@ -64,7 +65,7 @@ def _cmd_run(argv: list[str]) -> int:
     if bool(args.texts) == bool(args.input):
         parser.error("give either texts or --input FILE")
     fields = args.field.split(",") if args.field else None
-    options = dict(model=args.model, device=args.device, batch_size=args.batch_size,
+    options = dict(model=args.model, device=args.device, batch_size=args.batch_size, num_threads=args.threads,
                    task_path=args.task_path, home=args.home, offline=args.offline)
 
     if args.backend == "ray":

@@ -88,7 +88,8 @@ def map_batches(dataset, task: str, *, fields: Sequence[str] | None = None, batc
     """
     ray = _ray()
     cpus = num_cpus if num_cpus is not None else (0 if num_gpus else 1)
-    options.setdefault("num_threads", max(1, int(cpus or 1)))
+    if options.get("num_threads") is None:
+        options["num_threads"] = max(1, int(cpus or 1))
     return dataset.map_batches(
         TaskflowPredictor,
         fn_constructor_args=(task,),
@@ -140,7 +141,8 @@ def run_file(task: str, input_path: str | os.PathLike, output_dir: str | os.Path
     # Leave one CPU to Ray's read and write tasks: actors holding every CPU starve them (a deadlock).
     total = ray.cluster_resources().get("CPU", 1)
     cpus = min(1.0, max(0.1, (total - 1) / concurrency)) if total > 1 else 0.5
-    options.setdefault("num_threads", 1)
+    if options.get("num_threads") is None:
+        options["num_threads"] = 1
     with _ordered():
         dataset = read_dataset(input_path)
         mapped = map_batches(dataset, task, fields=fields, concurrency=concurrency, num_cpus=cpus,

@@ -1,0 +1,280 @@
+"""lexical_analysis speed and segmentation quality, side by side with jieba.
+
+    OMP_NUM_THREADS=2 python benchmarks/bench_lexical.py --data ../shared/data
+    # Paddle 2.x only: what LAC's fused GRU kernels (fc_gru_fuse_pass -> fusion_gru) would give
+    OMP_NUM_THREADS=2 /path/to/paddle2.6/python benchmarks/bench_lexical.py --gru-fusion
+
+Texts are the MSRA dev sentences (lexical/msra_seg_propn/dev.txt, 2,318
+sentences): chars/s of the shipped model (static graph, Paddle Inference,
+oneDNN, 2 threads) at batch 1, 16 and 64, of jieba.cut and jieba.posseg.cut
+over the same texts in the same run, and each one's segmentation F1 on them.
+Figures go to benchmarks/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from common import machine, table, update_section  # noqa: E402
+
+THREADS = 2
+
+
+def msra_dev(data: Path):
+    from taskflow.tasks.lexical_analysis.data import read_word_tag_file
+
+    gold = list(read_word_tag_file(data / "lexical" / "msra_seg_propn" / "dev.txt"))
+    return ["".join(w for w, _ in s) for s in gold], gold
+
+
+def timed(run, texts: list[str], seconds: float, chunk: int = 256) -> tuple[float, list]:
+    """chars/s of ``run(list_of_texts) -> results`` over ``texts`` (whole passes, at least one)."""
+    run(texts[:chunk])   # warm-up: kernels, oneDNN primitive caches, jieba's dictionary
+    outputs, chars, start = None, 0, time.perf_counter()
+    while outputs is None or time.perf_counter() - start < seconds:
+        current = []
+        for i in range(0, len(texts), chunk):
+            current += run(texts[i:i + chunk])
+        outputs = outputs or current
+        chars += sum(map(len, texts))
+    return chars / (time.perf_counter() - start), outputs
+
+
+def words_to_spans(words: list[str]) -> list[tuple[int, int, str]]:
+    spans, start = [], 0
+    for word in words:
+        spans.append((start, start + len(word), ""))
+        start += len(word)
+    return spans
+
+
+def raw_predictor(task, *, onednn: bool, ir_optim: bool):
+    """A Paddle Inference predictor on the task's exported program with explicit switches."""
+    from paddle import inference
+
+    from taskflow.predictor import PredictorOptions, build_config
+
+    predictor = task.predictor   # exports once, into the cache
+    options = PredictorOptions(num_threads=THREADS, onednn=onednn)
+    config = build_config(predictor.model_file, predictor.params_file, options, task.input_specs())
+    config.switch_ir_optim(ir_optim)
+    return inference.create_predictor(config)
+
+
+def run_raw(task, predictor, texts: list[str]) -> list:
+    feeds = task.preprocess([(0, t) for t in texts])
+    for name, array in feeds.items():
+        handle = predictor.get_input_handle(name)
+        handle.reshape(array.shape)
+        handle.copy_from_cpu(array)
+    predictor.run()
+    return task.postprocess([predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()],
+                            [(0, t) for t in texts])
+
+
+def main_speed(args) -> None:
+    import jieba
+    import jieba.posseg
+
+    from taskflow import Taskflow
+    from taskflow.tasks.lexical_analysis.train import score_msra
+
+    jieba.setLogLevel(60)
+    texts, gold = msra_dev(Path(args.data))
+    n_chars = sum(map(len, texts))
+    lines = [f"Machine: {machine()}. Texts: MSRA dev ({len(texts)} sentences, {n_chars:,} chars, "
+             f"mean {n_chars / len(texts):.0f}). Model: the shipped `lexical_analysis/bigru_crf`, static graph "
+             f"(Paddle Inference, oneDNN, {THREADS} threads); jieba {jieba.__version__} in the same process "
+             "(pure Python, one thread). Command: `OMP_NUM_THREADS=2 python benchmarks/bench_lexical.py "
+             "--data ../shared/data`.", ""]
+
+    rows, speeds = [], {}
+    for batch in (1, 16, 64):
+        flow = Taskflow("lexical_analysis", batch_size=batch, num_threads=THREADS)
+        speed, out = timed(flow, texts, args.seconds)
+        speeds[f"model b{batch}"] = speed
+        f1 = score_msra([words_to_spans(r["segs"]) for r in out], gold)["segmentation"]
+        rows.append([f"taskflow lexical_analysis, batch {batch}", f"{speed:,.0f}", f1["precision"], f1["recall"], f1["f1"]])
+    tokenizer = jieba.Tokenizer()
+    tokenizer.initialize()
+    posseg = jieba.posseg.POSTokenizer(tokenizer)
+    for name, cut in (("jieba.cut (HMM on)", lambda ts: [list(tokenizer.cut(t)) for t in ts]),
+                      ("jieba.posseg.cut (HMM on)", lambda ts: [[p.word for p in posseg.cut(t)] for t in ts])):
+        speed, out = timed(cut, texts, args.seconds)
+        speeds[name] = speed
+        f1 = score_msra([words_to_spans(w) for w in out], gold)["segmentation"]
+        rows.append([name, f"{speed:,.0f}", f1["precision"], f1["recall"], f1["f1"]])
+    ratio = speeds["model b64"] / speeds["jieba.posseg.cut (HMM on)"]
+    lines += ["Segmentation speed and quality on the same texts (gold: MSR segmentation; jieba follows its own "
+              "dictionary's standard, which explains much of its gap):", "",
+              table(["segmenter", "chars/s", "P", "R", "F1"], rows), "",
+              f"Model at batch 64 / jieba.posseg: **{ratio:.2f}x** (target >= 0.33x). The model also tags POS "
+              "and PER/LOC/ORG/TIME in the same pass.", ""]
+
+    # Paddle Inference switches on the same exported program, batch 64.
+    flow = Taskflow("lexical_analysis", batch_size=64, num_threads=THREADS)
+    task = flow.task
+    sample = sorted(texts, key=len)   # what the base class does: length-sorted batches
+    variant_rows = []
+    for onednn in (True, False):
+        for ir_optim in (True, False):
+            predictor = raw_predictor(task, onednn=onednn, ir_optim=ir_optim)
+            speed, _ = timed(lambda ts, p=predictor: run_raw(task, p, ts), sample, args.seconds, chunk=64)
+            variant_rows.append([f"oneDNN {'on' if onednn else 'off'}, IR optimisation {'on' if ir_optim else 'off'}",
+                                 f"{speed:,.0f}"])
+    dynamic = Taskflow("lexical_analysis", batch_size=64, static=False)
+    speed, _ = timed(dynamic, texts, args.seconds)
+    variant_rows.append(["dynamic graph (paddle.nn.Layer, eval mode)", f"{speed:,.0f}"])
+    lines += ["Paddle Inference switches, batch 64, length-sorted batches (taskflow runs the first row):", "",
+              table(["configuration", "chars/s"], variant_rows), ""]
+
+    body = "## lexical_analysis: speed and segmentation vs jieba\n\n" + "\n".join(lines)
+    update_section("lexical_speed", body)
+    print(body)
+
+
+# ------------------------------------------------------ GRU fusion (Paddle 2.x)
+
+def gru_fusion_experiment(args) -> None:
+    """LAC's CPU speed comes from fc_gru_fuse_pass / mul_gru_fuse_pass, which turn LoD
+    ``mul + elementwise_add + gru`` into one ``fusion_gru`` kernel.  Our network's GRU
+    is ``paddle.nn.GRU`` (the ``rnn`` op on padded batches), which those passes do not
+    match.  This measures the same 2-layer BiGRU both ways on Paddle 2.x, where the
+    LoD ops still exist (Paddle 3's PIR has no op that makes a LoD tensor in the graph)."""
+    import tempfile
+
+    import paddle
+    from paddle import inference
+
+    if int(paddle.__version__.split(".")[0]) >= 3:
+        raise SystemExit("--gru-fusion needs Paddle 2.x: PIR (Paddle 3) has no sequence_unpad to build LoD input")
+    from taskflow.packages import pinned_manifest
+
+    arch = pinned_manifest("lexical_analysis", "bigru_crf")["architecture"]
+    dim, hidden = arch["char_dim"] + 2 * arch["bigram_dim"], arch["hidden_size"]
+    texts, _ = msra_dev(Path(args.data)) if args.data else ([], None)
+    lengths_all = np.array([len(t) for t in texts]) if texts else np.random.default_rng(0).integers(10, 90, 2318)
+    rng = np.random.default_rng(0)
+    lengths = np.sort(rng.choice(lengths_all, 64, replace=False))[::-1].astype("int64")
+    x = rng.standard_normal((64, int(lengths.max()), dim)).astype("float32")
+    results = []
+
+    def measure(model_file, params_file, feeds, label):
+        for fused in (True, False):
+            config = inference.Config(str(model_file), str(params_file))
+            config.disable_gpu()
+            config.set_cpu_math_library_num_threads(THREADS)
+            config.enable_mkldnn()
+            config.switch_ir_optim(True)
+            if not fused:
+                for name in ("fc_gru_fuse_pass", "mul_gru_fuse_pass"):
+                    config.delete_pass(name)
+            config.disable_glog_info()
+            try:
+                predictor = inference.create_predictor(config)
+
+                def run():
+                    for name, array in feeds.items():
+                        handle = predictor.get_input_handle(name)
+                        handle.reshape(array.shape)
+                        handle.copy_from_cpu(array)
+                    predictor.run()
+
+                run()
+                n, start = 0, time.perf_counter()
+                while time.perf_counter() - start < args.seconds:
+                    run()
+                    n += 1
+                elapsed = (time.perf_counter() - start) / n
+                results.append([label, "on" if fused else "off", f"{elapsed * 1000:.1f}", f"{lengths.sum() / elapsed:,.0f}"])
+            except Exception as exc:   # the unfused LoD program lost outputs the gru op needs
+                results.append([label, "on" if fused else "off", "fails", type(exc).__name__])
+
+    with tempfile.TemporaryDirectory() as tmp:
+        # 1. paddle.nn.GRU, as exported by taskflow (rnn op, padded batch + lengths).
+        class Stack(paddle.nn.Layer):
+            def __init__(self):
+                super().__init__()
+                self.gru = paddle.nn.GRU(dim, hidden, num_layers=2, direction="bidirect")
+
+            def forward(self, x, lengths):
+                return self.gru(x, sequence_length=lengths)[0].mean(axis=-1)
+
+        spec = [paddle.static.InputSpec([None, None, dim], "float32", "x"), paddle.static.InputSpec([None], "int64", "lengths")]
+        paddle.jit.save(paddle.jit.to_static(Stack(), input_spec=spec, full_graph=True), f"{tmp}/rnn")
+        measure(f"{tmp}/rnn.pdmodel", f"{tmp}/rnn.pdiparams", {"x": x, "lengths": lengths}, "nn.GRU (rnn op), padded")
+
+        # 2. LAC's formulation: LoD sequence, fc + gru per direction.
+        from paddle.base.layer_helper import LayerHelper
+
+        paddle.enable_static()
+        try:
+            main, startup = paddle.static.Program(), paddle.static.Program()
+            with paddle.static.program_guard(main, startup):
+                xs = paddle.static.data("x", [None, None, dim], "float32")
+                ls = paddle.static.data("lengths", [None], "int64")
+                h = paddle.static.nn.sequence_unpad(xs, ls)
+                for layer in range(2):
+                    outs = []
+                    for reverse in (False, True):
+                        helper = LayerHelper(f"gru{layer}{int(reverse)}")
+                        w = paddle.static.create_parameter([h.shape[-1], 3 * hidden], "float32")
+                        b = paddle.static.create_parameter([3 * hidden], "float32")
+                        mul = helper.create_variable_for_type_inference("float32")
+                        helper.append_op(type="mul", inputs={"X": h, "Y": w}, outputs={"Out": mul},
+                                         attrs={"x_num_col_dims": 1, "y_num_col_dims": 1})
+                        proj = helper.create_variable_for_type_inference("float32")
+                        helper.append_op(type="elementwise_add", inputs={"X": mul, "Y": b}, outputs={"Out": proj}, attrs={"axis": 1})
+                        wh = paddle.static.create_parameter([hidden, 3 * hidden], "float32")
+                        bh = paddle.static.create_parameter([1, 3 * hidden], "float32")
+                        o = {k: helper.create_variable_for_type_inference("float32")
+                             for k in ("Hidden", "BatchGate", "BatchResetHiddenPrev", "BatchHidden")}
+                        helper.append_op(type="gru", inputs={"Input": proj, "Weight": wh, "Bias": bh}, outputs=o,
+                                         attrs={"activation": "tanh", "gate_activation": "sigmoid",
+                                                "is_reverse": reverse, "origin_mode": False})
+                        outs.append(o["Hidden"])
+                    h = paddle.concat(outs, axis=1)
+                out = paddle.mean(h, axis=1)
+            exe = paddle.static.Executor(paddle.CPUPlace())
+            exe.run(startup)
+            paddle.static.save_inference_model(f"{tmp}/lod", [xs, ls], [out], exe, program=main)
+        finally:
+            paddle.disable_static()
+        measure(f"{tmp}/lod.pdmodel", f"{tmp}/lod.pdiparams", {"x": x, "lengths": lengths},
+                "LoD mul + gru (LAC's fluid layers)")
+
+    body = (
+        "## lexical_analysis: LAC's fused GRU kernels (Paddle 2.x experiment)\n\n"
+        f"Machine: {machine()}. The shipped model's BiGRU stack (input {dim}, hidden {hidden}, 2 bidirectional layers) "
+        f"on one batch of 64 MSRA dev lengths ({lengths.sum():,} chars, padded to {lengths.max()}), "
+        f"{THREADS} threads, oneDNN on, IR optimisation on; 'fusion passes' = fc_gru_fuse_pass and "
+        "mul_gru_fuse_pass. Command: `python benchmarks/bench_lexical.py --gru-fusion --data ../shared/data` "
+        "(Paddle 2.6).\n\n"
+        + table(["GRU formulation", "fusion passes", "ms / batch", "chars/s"], results)
+    )
+    update_section("lexical_gru_fusion", body)
+    print(body)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", help="root of ../shared/data")
+    parser.add_argument("--seconds", type=float, default=8.0, help="time per cell")
+    parser.add_argument("--gru-fusion", action="store_true", help="only the Paddle 2.x GRU fusion experiment")
+    args = parser.parse_args()
+    if args.gru_fusion:
+        gru_fusion_experiment(args)
+    else:
+        if not args.data:
+            parser.error("--data is required")
+        main_speed(args)
+
+
+if __name__ == "__main__":
+    main()
