@@ -1,6 +1,7 @@
 """Command line: ``taskflow TASK "text"``, ``taskflow list``, ``download``, ``pack``, ``train``.
 
     taskflow sentiment_analysis "这家酒店很干净"
+    taskflow text_similarity "怎么修改微信密码" "微信密码怎么改"     (a multi-field task takes its fields in turn)
     taskflow sentiment_analysis --input reviews.txt --output results.jsonl [--workers 2] [--resume]
     taskflow sentiment_analysis --input reviews.jsonl --output out/ --backend ray
     taskflow list
@@ -81,7 +82,7 @@ def _cmd_run(argv: list[str]) -> int:
 
     flow = Taskflow(args.task, **options)
     if args.texts:
-        _write_jsonl(flow(args.texts), args.output)
+        _write_jsonl(flow(_group_texts(args.texts, flow.task.input_fields, parser)), args.output)
         return 0
     if args.output is None:
         # Stream to stdout: nothing to rename or resume.
@@ -101,6 +102,16 @@ def _cmd_run(argv: list[str]) -> int:
     for message in summary.messages:
         print(f"taskflow: {message}", file=sys.stderr)
     return 0
+
+
+def _group_texts(texts: list[str], fields, parser: argparse.ArgumentParser) -> list:
+    """Positional texts as items: one text each, or for a task whose items have
+    several fields (text_similarity's text1, text2) consecutive groups of that many."""
+    if len(fields) == 1:
+        return texts
+    if len(texts) % len(fields):
+        parser.error(f"this task takes {len(fields)} texts per item ({', '.join(fields)}); got {len(texts)} texts")
+    return [dict(zip(fields, texts[i:i + len(fields)])) for i in range(0, len(texts), len(fields))]
 
 
 def _write_jsonl(results, output: str | None) -> None:

@@ -6,3 +6,5 @@ only when a model is built), so this stays cheap.
 """
 
 from . import sentiment_analysis  # noqa: F401
+from . import lexical_analysis  # noqa: F401  (also word_segmentation, pos_tagging, ner)
+from . import text_similarity  # noqa: F401  (alias text_matching)
