@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -35,8 +36,6 @@ print(json.dumps({"code": code, "seconds": time.perf_counter() - start, "rss_mb"
 
 
 def run_cli(args: list[str], env_home: str) -> dict:
-    import os
-
     env = dict(os.environ, PPNLP_HOME=env_home)
     out = subprocess.run([sys.executable, "-c", RUNNER, *args], capture_output=True, text=True, env=env)
     if out.returncode != 0:
@@ -51,6 +50,7 @@ def main() -> None:
     parser.add_argument("--skip-ray", action="store_true")
     args = parser.parse_args()
 
+    load = os.getloadavg()[0]
     texts, _ = read_labelled_tsv(Path(args.data) / "chnsenticorp" / "train.tsv")
     rows, rss_rows = [], []
     with tempfile.TemporaryDirectory() as tmp:
@@ -83,6 +83,9 @@ def main() -> None:
 
     body = "\n".join([
         "## Batch jobs over files",
+        "",
+        f"1-minute load average at start: {load:.1f}"
+        + (" (**other jobs were using the cores: absolute figures are low, ratios hold**)." if load > 0.5 else "."),
         "",
         f"`taskflow sentiment_analysis --input FILE --output out.jsonl` on {args.lines:,} lines of ChnSentiCorp "
         f"reviews (shipped model, batch 32), each case a fresh process. Machine: {machine()}. "

@@ -9,7 +9,7 @@ Texts are ChnSentiCorp test reviews.  Figures go to benchmarks/RESULTS.md.
 from __future__ import annotations
 
 import argparse
-import resource
+import os
 import subprocess
 import sys
 import tempfile
@@ -42,6 +42,32 @@ def throughput(flow, texts: list[str], seconds: float = 8.0) -> tuple[float, flo
     return done / elapsed, chars / elapsed
 
 
+MEMORY = """
+import json, resource, sys
+sys.path.insert(0, sys.argv[1])
+from common import read_labelled_tsv
+from bench_sentiment import rss_mb
+from taskflow import Taskflow
+texts, _ = read_labelled_tsv(sys.argv[2])
+flow = Taskflow("sentiment_analysis")
+for text in texts[:200]:
+    flow(text)
+before = rss_mb()
+for i in range(int(sys.argv[3])):
+    flow(texts[i % len(texts)])
+print(json.dumps([before, rss_mb(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024]))
+"""
+
+
+def memory_in_fresh_process(data: str, calls: int) -> tuple[float, float, float]:
+    import json
+
+    test = str(Path(data) / "chnsenticorp" / "test.tsv")
+    out = subprocess.run([sys.executable, "-c", MEMORY, str(Path(__file__).parent), test, str(calls)],
+                         capture_output=True, text=True, check=True)
+    return tuple(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
 def fresh_process_seconds(home: str) -> float:
     code = (
         "import time; t = time.perf_counter(); from taskflow import Taskflow; "
@@ -62,7 +88,10 @@ def main() -> None:
     from taskflow import Taskflow
 
     texts, _ = read_labelled_tsv(Path(args.data) / "chnsenticorp" / "test.tsv")
-    lines = [f"Machine: {machine()}. Texts: ChnSentiCorp test ({len(texts)} reviews, "
+    load = os.getloadavg()[0]
+    lines = [f"Machine: {machine()}; 1-minute load average at start {load:.1f}"
+             + (" (**other jobs were using the cores: absolute figures are low, ratios hold**)" if load > 0.5 else "")
+             + ". Texts: ChnSentiCorp test ({len(texts)} reviews, "
              f"mean {sum(map(len, texts)) / len(texts):.0f} chars). Command: "
              "`python benchmarks/bench_sentiment.py --data ../shared/data/sentiment`.", ""]
 
@@ -116,16 +145,10 @@ def main() -> None:
     lines += ["Two threads sharing one instance (1 Paddle thread each, batch 8):", "",
               table(["mode", "texts/s"], thread_rows), ""]
 
-    flow = Taskflow("sentiment_analysis")
-    for text in texts[:200]:
-        flow(text)
-    before = rss_mb()
-    for i in range(args.calls):
-        flow(texts[i % len(texts)])
-    after = rss_mb()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    lines += [f"Memory: {args.calls:,} single-text calls on one instance: RSS {before:.0f} MB -> {after:.0f} MB "
-              f"(growth **{after - before:+.1f} MB**); peak RSS of the whole benchmark {peak:.0f} MB.", ""]
+    before, after, peak = memory_in_fresh_process(args.data, args.calls)
+    lines += [f"Memory, in a fresh process holding one instance: {args.calls:,} single-text calls take RSS from "
+              f"{before:.0f} MB (after 200 warm-up calls) to {after:.0f} MB (growth **{after - before:+.1f} MB**); "
+              f"peak RSS {peak:.0f} MB.", ""]
 
     body = "## sentiment_analysis: speed and memory\n\n" + "\n".join(lines)
     update_section("sentiment_speed", body)

@@ -18,6 +18,7 @@ Where files come from, in order:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -489,37 +490,31 @@ def extract_archive(archive: str | os.PathLike, target: str | os.PathLike) -> li
             raise UnsafeArchiveError(f"{archive}: member {name!r} would be written outside {target}; refusing to extract")
         return dest
 
-    written: list[Path] = []
-    if zipfile.is_zipfile(archive):
-        with zipfile.ZipFile(archive) as zf:
-            members = zf.infolist()
-            for info in members:
-                checked(info.filename)
-            for info in members:
-                dest = checked(info.filename)
-                if info.is_dir():
-                    dest.mkdir(parents=True, exist_ok=True)
-                    continue
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                with zf.open(info) as src, open(dest, "wb") as out:
-                    shutil.copyfileobj(src, out)
-                written.append(dest)
-        return written
-    if not tarfile.is_tarfile(archive):
-        raise UnsafeArchiveError(f"{archive} is neither a tar nor a zip archive")
-    with tarfile.open(archive) as tf:
-        members = tf.getmembers()
-        for info in members:
-            checked(info.name)
-            if not (info.isfile() or info.isdir()):
-                raise UnsafeArchiveError(f"{archive}: member {info.name!r} is a link or special file; refusing to extract")
-        for info in members:
-            dest = checked(info.name)
-            if info.isdir():
+    # (name, is_dir, open) for every member, checked before anything is written.
+    with contextlib.ExitStack() as stack:
+        if zipfile.is_zipfile(archive):
+            zf = stack.enter_context(zipfile.ZipFile(archive))
+            members = [(i.filename, i.is_dir(), lambda i=i: zf.open(i)) for i in zf.infolist()]
+        elif tarfile.is_tarfile(archive):
+            tf = stack.enter_context(tarfile.open(archive))
+            members = []
+            for info in tf.getmembers():
+                if not (info.isfile() or info.isdir()):
+                    checked(info.name)
+                    raise UnsafeArchiveError(f"{archive}: member {info.name!r} is a link or special file; refusing to extract")
+                members.append((info.name, info.isdir(), lambda info=info: tf.extractfile(info)))
+        else:
+            raise UnsafeArchiveError(f"{archive} is neither a tar nor a zip archive")
+        for name, _, _ in members:
+            checked(name)
+        written: list[Path] = []
+        for name, is_dir, open_member in members:
+            dest = checked(name)
+            if is_dir:
                 dest.mkdir(parents=True, exist_ok=True)
                 continue
             dest.parent.mkdir(parents=True, exist_ok=True)
-            with tf.extractfile(info) as src, open(dest, "wb") as out:
+            with open_member() as src, open(dest, "wb") as out:
                 shutil.copyfileobj(src, out)
             written.append(dest)
     return written

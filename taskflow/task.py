@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from .errors import InputTypeError, InvalidInputError
-from .predictor import InputSpec, Predictor, PredictorOptions
+from .predictor import InputSpec, Predictor, PredictorOptions, load_weights
 from .packages import ModelPackage, cache_dir
 from .text import split_text
 
@@ -89,9 +89,17 @@ class Task:
                 names += [p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name not in names]
         return names
 
-    def build_network(self):
-        """Return the ``paddle.nn.Layer`` with weights loaded, in eval mode."""
+    def network_class(self) -> type:
+        """The ``paddle.nn.Layer`` class of the model, built from the manifest's
+        ``architecture``; import it here (not at module level) so Paddle loads only when needed."""
         raise NotImplementedError
+
+    def build_network(self):
+        """The network with the package's ``weights.npz`` loaded, in eval mode."""
+        network = self.network_class()(**self.manifest["architecture"])
+        load_weights(network, self.package.path("weights.npz"))
+        network.eval()
+        return network
 
     def input_specs(self) -> Sequence[InputSpec]:
         raise NotImplementedError

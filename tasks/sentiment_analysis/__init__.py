@@ -16,7 +16,7 @@ import html
 
 import numpy as np
 
-from taskflow.predictor import InputSpec, load_weights
+from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
 from taskflow.task import TextTask
 from taskflow.text import q2b
@@ -69,13 +69,10 @@ class SentimentAnalysisTask(TextTask):
         self.labels = list(self.manifest["labels"])
         self.vocab = read_vocab(package.path("vocab.txt"))
 
-    def build_network(self):
+    def network_class(self):
         from .model import SentimentNet
 
-        network = SentimentNet(**self.manifest["architecture"])
-        load_weights(network, self.package.path("weights.npz"))
-        network.eval()
-        return network
+        return SentimentNet
 
     def input_specs(self):
         return [InputSpec("input_ids", "int64", (self.batch_size, self.max_length))]
