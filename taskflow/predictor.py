@@ -320,15 +320,31 @@ class Predictor:
 # Weights are stored as .npz (no pickle, so loading a downloaded file cannot run
 # code), keyed by state_dict name; large embedding tables may be float16 on disk.
 
+# paddle.nn.GRU / LSTM / SimpleRNN register every weight under two names (``weight_ih_l0`` and
+# ``0.cell_fw.weight_ih``, one Parameter object); such a weight is stored once, and this entry
+# (a JSON object, second name -> first name) says which names share it.
+_ALIASES = "__aliases__"
+
+
 def save_weights(network, path: str | os.PathLike, float16: Callable[[str], bool] = lambda name: False) -> None:
-    """Save ``network.state_dict()`` to ``path``; names for which ``float16(name)`` is true are halved."""
+    """Save ``network.state_dict()`` to ``path``; names for which ``float16(name)`` is true are halved.
+
+    A parameter registered under several names is written once (see ``_ALIASES``).
+    """
     from .packages import atomic_write_bytes
     import io
+    import json
 
-    arrays = {}
+    arrays, first_name, aliases = {}, {}, {}
     for name, tensor in network.state_dict().items():
+        owner = first_name.setdefault(id(tensor), name)
+        if owner != name:
+            aliases[name] = owner
+            continue
         array = tensor.numpy()
         arrays[name] = array.astype(np.float16) if float16(name) and array.dtype == np.float32 else array
+    if aliases:
+        arrays[_ALIASES] = np.array(json.dumps(aliases, sort_keys=True))
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     atomic_write_bytes(path, buffer.getvalue())
@@ -336,16 +352,20 @@ def save_weights(network, path: str | os.PathLike, float16: Callable[[str], bool
 
 def load_weights(network, path: str | os.PathLike) -> None:
     """Load an .npz written by :func:`save_weights` into ``network``; every name must match."""
+    import json
+
     paddle = import_paddle()
     expected = network.state_dict()
     with np.load(path, allow_pickle=False) as stored:
-        missing = sorted(set(expected) - set(stored.files))
-        unexpected = sorted(set(stored.files) - set(expected))
+        aliases = json.loads(str(stored[_ALIASES])) if _ALIASES in stored.files else {}
+        available = (set(stored.files) - {_ALIASES}) | set(aliases)
+        missing = sorted(set(expected) - available)
+        unexpected = sorted(available - set(expected))
         if missing or unexpected:
             raise ExportError(f"{path} does not fit the network: missing {missing}, unexpected {unexpected}")
         state = {}
         for name, tensor in expected.items():
-            array = stored[name]
+            array = stored[aliases.get(name, name)]
             if tuple(array.shape) != tuple(tensor.shape):
                 raise ExportError(f"{path}: {name} has shape {array.shape}, the network expects {tuple(tensor.shape)}")
             state[name] = paddle.to_tensor(array.astype(str(tensor.numpy().dtype)))

@@ -337,9 +337,11 @@ def test_shipped_model_on_clear_sentences():
     assert first["北京大学"] == "ORG" and first["在"] == "p"
     assert ("北京", "LOC") in zip(out[1]["segs"], out[1]["tags"])
     assert "中国人民银行" in out[2]["segs"] and "今天" in out[2]["segs"]
-    ner = Taskflow("ner", mode="fast")("ＩＢＭ公司的李明昨天到了上海。")[0]
-    labels = {(e["text"], e["label"]) for e in ner["entities"]}
-    assert {("李明", "PER"), ("昨天", "TIME"), ("上海", "LOC")} <= labels
+    ner = Taskflow("ner", mode="fast")(["ＩＢＭ公司的李明昨天到了上海市。", "王芳是北京大学的学生。"])
+    labels = {(e["text"], e["label"]) for r in ner for e in r["entities"]}
+    assert {("ＩＢＭ公司", "ORG"), ("李明", "PER"), ("昨天", "TIME"), ("上海市", "LOC"),
+            ("王芳", "PER"), ("北京大学", "ORG")} == labels
+    ner = ner[0]
     for entity in ner["entities"]:
         assert ner["text"][entity["start"]:entity["end"]] == entity["text"]
     json.dumps(out, ensure_ascii=False)

@@ -187,3 +187,23 @@ def test_predictor_state_is_per_instance(tiny_sentiment, tmp_path):
     assert a(["好"]) == b(["好"])
     assert paddle.get_device() == "cpu"
     assert a.task.options.precision is Precision.FP32
+
+
+def test_a_weight_registered_under_two_names_is_stored_once(tmp_path):
+    # paddle.nn.GRU registers each weight as both weight_ih_l0 and 0.cell_fw.weight_ih.
+    import paddle
+
+    from taskflow.predictor import load_weights, save_weights
+
+    paddle.seed(0)
+    saved = paddle.nn.GRU(4, 3, direction="bidirect")
+    save_weights(saved, tmp_path / "w.npz")
+    with np.load(tmp_path / "w.npz") as stored:
+        assert "weight_ih_l0" in stored.files and "0.cell_fw.weight_ih" not in stored.files
+    paddle.seed(1)
+    loaded = paddle.nn.GRU(4, 3, direction="bidirect")
+    load_weights(loaded, tmp_path / "w.npz")
+    for name, tensor in saved.state_dict().items():
+        np.testing.assert_array_equal(loaded.state_dict()[name].numpy(), tensor.numpy())
+    x = paddle.randn([2, 5, 4])
+    np.testing.assert_allclose(loaded(x)[0].numpy(), saved(x)[0].numpy(), rtol=1e-6)

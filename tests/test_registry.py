@@ -13,7 +13,7 @@ EXPECTED_TASKS = {
     "pos_tagging": {"aliases": ["pos"], "default_model": "lexical_analysis/bigru_crf"},
     "ner": {"aliases": ["named_entity_recognition"], "default_model": "lexical_analysis/bigru_crf",
             "modes": {"fast": "lexical_analysis/bigru_crf"}},
-    "text_similarity": {"aliases": ["text_matching"], "default_model": "re2_char_word"},
+    "text_similarity": {"aliases": ["text_matching"], "default_model": "siamese_char_word"},
 }
 
 

@@ -1,0 +1,478 @@
+"""Recipe: MSRA segmentation + proper nouns, jieba POS, TIME rules -> BiGRU-CRF -> model package.
+
+    OMP_NUM_THREADS=2 taskflow train lexical_analysis --data-dir ../shared/data \\
+        --out resources/lexical_analysis/bigru_crf
+
+Data (public sources, see README.md; paths can also be given one by one):
+
+* ``lexical/msra_seg_propn/{train,dev}.txt``: MSRA bakeoff (SIGHAN 2006) training
+  file, word-segmented, ``nr/ns/nt`` proper-noun tags; train for training, dev
+  for model selection and the segmentation figures.
+* ``lexicon/jieba_dict_small/dict_small.tsv`` and jieba's own ``dict.txt``: POS.
+* ``ner/msra/test.txt``: MSRA NER official test set (entity F1, report only).
+* ``lexical/ud_chinese_gsd/test.conll``: UD Chinese-GSD (coarse POS, report only).
+
+Nothing is trained on a test split.  ``--evaluate-only PACKAGE`` re-runs the
+held-out evaluation of an existing package (and jieba's, on the same data).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from . import BOS, EOS, ENTITY_LABELS, encode, normalize
+from .data import (LAC_TAGS, LAC_TO_COARSE, UPOS_TO_COARSE, JIEBA_TO_LAC, Lexicon, derive_sentence, is_punctuation,
+                   read_bio_file, read_conll, read_word_tag_file, tag_counts)
+
+LABELS = [f"{tag}-{part}" for tag in LAC_TAGS for part in "BI"]
+LABEL_ID = {label: i for i, label in enumerate(LABELS)}
+_SPLIT_AFTER = set("，。；！？：,;!?:、")
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------- examples
+
+def sentence_to_example(words: list[tuple[str, str]]) -> tuple[str, list[int]]:
+    text = normalize("".join(w for w, _ in words))
+    labels = []
+    for word, tag in words:
+        labels += [LABEL_ID[f"{tag}-B"]] + [LABEL_ID[f"{tag}-I"]] * (len(word) - 1)
+    return text, labels
+
+
+def split_long(words: list[tuple[str, str]], max_len: int) -> list[list[tuple[str, str]]]:
+    """Pieces of a sentence of at most ``max_len`` chars, cut after punctuation where possible."""
+    if sum(len(w) for w, _ in words) <= max_len:
+        return [words]
+    pieces, current, size, last_cut = [], [], 0, None
+    for word, tag in words:
+        if size + len(word) > max_len and current:
+            if last_cut:                          # cut after the last punctuation in the piece
+                pieces.append(current[:last_cut])
+                current = current[last_cut:]
+            else:
+                pieces.append(current)
+                current = []
+            size, last_cut = sum(len(w) for w, _ in current), None
+        current.append((word, tag))
+        size += len(word)
+        if word in _SPLIT_AFTER:
+            last_cut = len(current)
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def with_spaces(words: list[tuple[str, str]], rng: random.Random, rate: float) -> list[tuple[str, str]]:
+    """Insert space tokens (tag w) at some word boundaries, so the model learns that a space is one."""
+    out = []
+    for i, item in enumerate(words):
+        if i and rng.random() < rate:
+            out.append((" ", "w"))
+        out.append(item)
+    return out
+
+
+def build_vocab(texts: list[str], min_char: int, min_bigram: int) -> tuple[list[str], list[str]]:
+    chars, bigrams = Counter(), Counter()
+    for text in texts:
+        chars.update(text)
+        padded = BOS + text + EOS
+        bigrams.update(padded[i:i + 2] for i in range(len(text) + 1))
+    char_list = ["[PAD]", "[UNK]"] + sorted(c for c, n in chars.items() if n >= min_char)
+    bigram_list = ["[PAD]", "[UNK]"] + sorted(b for b, n in bigrams.items() if n >= min_bigram)
+    return char_list, bigram_list
+
+
+def batches(examples: list[tuple[str, list[int]]], batch_size: int, rng: random.Random) -> list[list[int]]:
+    """Index batches of similar lengths (sorted within pools of 50 batches), in random order."""
+    order = list(range(len(examples)))
+    rng.shuffle(order)
+    out = []
+    pool = batch_size * 50
+    for start in range(0, len(order), pool):
+        chunk = sorted(order[start:start + pool], key=lambda k: len(examples[k][0]))
+        out += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+    rng.shuffle(out)
+    return out
+
+
+# ----------------------------------------------------------------- decoding
+
+def spans_of(words: list[str]) -> list[tuple[int, int]]:
+    spans, start = [], 0
+    for word in words:
+        spans.append((start, start + len(word)))
+        start += len(word)
+    return spans
+
+
+def prf(correct: int, predicted: int, gold: int) -> dict:
+    p = correct / predicted if predicted else 0.0
+    r = correct / gold if gold else 0.0
+    return {"precision": round(p, 4), "recall": round(r, 4), "f1": round(2 * p * r / (p + r) if p + r else 0.0, 4)}
+
+
+def decode_labels(text: str, ids: list[int]) -> list[tuple[int, int, str]]:
+    from . import words_from_labels
+
+    tags = [LABELS[i].rsplit("-", 1)[0] for i in ids]
+    begins = [LABELS[i].endswith("-B") for i in ids]
+    if begins:
+        begins[0] = True
+    return words_from_labels(text, begins, tags)
+
+
+def predict_dynamic(network, texts: list[str], chars, bigrams, batch_size: int = 128) -> list[list[tuple[int, int, str]]]:
+    """Words of each (normalised) text from the dynamic-graph network (for model selection)."""
+    import paddle
+
+    out: list = [None] * len(texts)
+    order = sorted(range(len(texts)), key=lambda k: len(texts[k]))
+    network.eval()
+    with paddle.no_grad():
+        for start in range(0, len(order), batch_size):
+            picked = order[start:start + batch_size]
+            feeds = encode([texts[k] for k in picked], chars, bigrams)
+            path = network(paddle.to_tensor(feeds["char_ids"]), paddle.to_tensor(feeds["bigram_ids"])).numpy()
+            for row, k in enumerate(picked):
+                out[k] = decode_labels(texts[k], path[row, : len(texts[k])].tolist())
+    return out
+
+
+def score_msra(predicted: list[list[tuple[int, int, str]]], gold: list[list[tuple[str, str]]]) -> dict:
+    """Segmentation P/R/F1 and PER/LOC/ORG entity F1 against MSRA word/tag sentences."""
+    seg = [0, 0, 0]
+    ent = [0, 0, 0]
+    entity_of = {"nr": "PER", "ns": "LOC", "nt": "ORG", "PER": "PER", "LOC": "LOC", "ORG": "ORG"}
+    for words, sentence in zip(predicted, gold):
+        gold_spans = spans_of([w for w, _ in sentence])
+        gold_ents = {(s, e, entity_of[t]) for (s, e), (_, t) in zip(gold_spans, sentence) if t in entity_of}
+        pred_spans = {(s, e) for s, e, _ in words}
+        pred_ents = {(s, e, t) for s, e, t in words if t in ("PER", "LOC", "ORG")}
+        seg[0] += len(pred_spans & set(gold_spans))
+        seg[1] += len(pred_spans)
+        seg[2] += len(gold_spans)
+        ent[0] += len(pred_ents & gold_ents)
+        ent[1] += len(pred_ents)
+        ent[2] += len(gold_ents)
+    return {"segmentation": prf(*seg), "entities": prf(*ent)}
+
+
+# ----------------------------------------------------------------- training
+
+def train(args) -> None:
+    import paddle
+
+    from .model import LexicalNet
+
+    rng = random.Random(args.seed)
+    np.random.seed(args.seed)
+    paddle.seed(args.seed)
+    paths = data_paths(args)
+
+    log("deriving LAC tags for MSRA train/dev")
+    lexicon = Lexicon([paths["jieba_small"]])
+    cache: dict = {}
+    train_sents = [derive_sentence(s, lexicon, cache) for s in read_word_tag_file(paths["msra"] / "train.txt")]
+    dev_gold = list(read_word_tag_file(paths["msra"] / "dev.txt"))
+    log(f"train {len(train_sents)} sentences; tag counts {dict(tag_counts(train_sents).most_common())}")
+    if args.limit:
+        train_sents = train_sents[: args.limit]
+        dev_gold = dev_gold[: max(50, args.limit // 10)]
+
+    pieces = [p for s in train_sents for p in split_long(s, args.max_train_length)]
+    pieces = [with_spaces(p, rng, 0.15) if rng.random() < args.space_rate else p for p in pieces]
+    examples = [sentence_to_example(p) for p in pieces]
+    char_list, bigram_list = build_vocab([t for t, _ in examples], args.min_char_count, args.min_bigram_count)
+    chars = {c: i for i, c in enumerate(char_list)}
+    bigrams = {b: i for i, b in enumerate(bigram_list)}
+    log(f"{len(examples)} training pieces, {len(char_list)} chars, {len(bigram_list)} bigrams")
+    dev_texts = [normalize("".join(w for w, _ in s)) for s in dev_gold]
+
+    architecture = {
+        "vocab_size": len(char_list), "bigram_vocab_size": len(bigram_list), "num_tags": len(LABELS),
+        "char_dim": args.char_dim, "bigram_dim": args.bigram_dim, "hidden_size": args.hidden_size,
+        "num_layers": args.num_layers,
+    }
+    network = LexicalNet(**architecture, dropout=args.dropout)
+    clip = paddle.nn.ClipGradByGlobalNorm(5.0)
+    optimizer = paddle.optimizer.Adam(learning_rate=args.lr, parameters=network.parameters(), grad_clip=clip)
+
+    started = time.time()
+    budget = args.time_budget * 60
+    steps_per_epoch = math.ceil(len(examples) / args.batch_size)
+    total_steps = steps_per_epoch * args.epochs
+    best, best_state, history, step = -1.0, None, [], 0
+    for epoch in range(1, args.epochs + 1):
+        network.train()
+        epoch_loss, seen, t0 = 0.0, 0, time.time()
+        for batch in batches(examples, args.batch_size, rng):
+            texts = [examples[k][0] for k in batch]
+            feeds = encode(texts, chars, bigrams)
+            tags = np.zeros_like(feeds["char_ids"])
+            for row, k in enumerate(batch):
+                tags[row, : len(texts[row])] = examples[k][1]
+            progress = max(step / total_steps, (time.time() - started) / budget)
+            # Warm up, then decay linearly to 5% of the peak over the step or time budget, whichever ends first.
+            optimizer.set_lr(args.lr * min(1.0, (step + 1) / 200) * max(0.05, 1.0 - progress))
+            char_ids = paddle.to_tensor(feeds["char_ids"])
+            emission, _ = network.emissions(char_ids, paddle.to_tensor(feeds["bigram_ids"]))
+            loss = network.crf_loss(emission, char_ids, paddle.to_tensor(tags))
+            loss.backward()
+            optimizer.step()
+            optimizer.clear_grad()
+            step += 1
+            epoch_loss += float(loss) * len(batch)
+            seen += len(batch)
+            if step % 100 == 0:
+                log(f"epoch {epoch} step {step}/{total_steps} loss {epoch_loss / seen:.3f} "
+                    f"lr {optimizer.get_lr():.5f} {(time.time() - t0) / seen * 1000:.1f} ms/sentence")
+            if time.time() - started > budget:
+                break
+        scores = score_msra(predict_dynamic(network, dev_texts, chars, bigrams), dev_gold)
+        selection = (scores["segmentation"]["f1"] + scores["entities"]["f1"]) / 2
+        history.append({"epoch": epoch, "step": step, "minutes": round((time.time() - started) / 60, 1),
+                        "train_loss": round(epoch_loss / max(seen, 1), 4), "dev": scores})
+        log(f"epoch {epoch} dev {scores} ({history[-1]['minutes']} min)")
+        if selection > best:
+            best = selection
+            best_state = {k: v.numpy().copy() for k, v in network.state_dict().items()}
+        if time.time() - started > budget:
+            log("time budget reached")
+            break
+
+    network.set_state_dict({k: paddle.to_tensor(v) for k, v in best_state.items()})
+    network.eval()
+    write(args.out, network, architecture, char_list, bigram_list, args, history, lexicon)
+    log(f"wrote {args.out}")
+    if not args.no_evaluate:
+        evaluate_package(args.out, paths, write_manifest=True)
+
+
+def write(out, network, architecture, char_list, bigram_list, args, history, lexicon) -> None:
+    import importlib.metadata as md
+    import tempfile
+
+    from taskflow.packages import write_package
+    from taskflow.predictor import save_weights
+
+    with tempfile.TemporaryDirectory() as tmp:
+        weights, vocab = Path(tmp) / "weights.npz", Path(tmp) / "vocab.json"
+        save_weights(network, weights, float16=lambda name: "emb" in name)
+        vocab.write_text(json.dumps({"chars": char_list, "bigrams": bigram_list}, ensure_ascii=False), encoding="utf-8")
+        write_package(out, {
+            "task": "lexical_analysis", "name": args.name, "version": args.version,
+            "description": "LAC-style char BiGRU-CRF (char + bigram embeddings, 2 BiGRU layers, CRF with "
+                           "Viterbi in the graph), trained from scratch on public data.",
+            "architecture": architecture, "labels": LABELS, "tag_set": list(LAC_TAGS), "max_length": args.max_length,
+            "input_normalization": "full-width to half-width, ASCII lower-case, whitespace to space (char for char)",
+            "training": {
+                "data": {
+                    "segmentation_and_names": "MSRA bakeoff (SIGHAN 2006) train1.txt minus a seeded 5% dev split, "
+                                              "MSR segmentation, nr/ns/nt -> PER/LOC/ORG",
+                    "pos": "jieba dict.txt (jieba " + md.version("jieba") + ") + jieba extra_dict/dict.txt.small, "
+                           "mapped to LAC tags; jieba POS HMM for name-tagged and unknown words",
+                    "time": "rule set in tasks/lexical_analysis/data.py (dates, clock times, deictic time words)",
+                    "lexicons": lexicon.sources,
+                },
+                "hyper_parameters": {k: getattr(args, k) for k in (
+                    "epochs", "batch_size", "lr", "dropout", "max_train_length", "min_char_count",
+                    "min_bigram_count", "space_rate", "seed", "time_budget")},
+                "history": history,
+                "selection": "best (MSRA dev segmentation F1 + entity F1) / 2 after each epoch",
+            },
+            "frameworks": {"paddlepaddle": md.version("paddlepaddle"), "numpy": np.__version__},
+        }, {"weights.npz": weights, "vocab.json": vocab})
+
+
+# --------------------------------------------------------------- evaluation
+
+def data_paths(args) -> dict[str, Path]:
+    root = Path(args.data_dir) if args.data_dir else None
+
+    def pick(value, relative):
+        if value:
+            return Path(value)
+        if root is None:
+            raise SystemExit(f"give --data-dir or the path of {relative}")
+        return root / relative
+
+    return {
+        "msra": pick(args.msra_dir, "lexical/msra_seg_propn"),
+        "jieba_small": pick(args.jieba_dict, "lexicon/jieba_dict_small/dict_small.tsv"),
+        "ner_test": pick(args.ner_test, "ner/msra/test.txt"),
+        "ud_test": pick(args.ud_test, "lexical/ud_chinese_gsd/test.conll"),
+    }
+
+
+def _jieba_words(posseg, text: str) -> list[tuple[int, int, str]]:
+    words, start = [], 0
+    for piece in posseg.lcut(text):
+        tag = "w" if is_punctuation(piece.word) else JIEBA_TO_LAC.get(piece.flag, "n")
+        words.append((start, start + len(piece.word), tag))
+        start += len(piece.word)
+    return words
+
+
+def _entity_scores(predicted, gold) -> dict:
+    counts = {label: [0, 0, 0] for label in ("PER", "LOC", "ORG", "all")}
+    for words, (_, spans) in zip(predicted, gold):
+        pred = {(s, e, t) for s, e, t in words if t in ("PER", "LOC", "ORG")}
+        ref = set(spans)
+        for label in ("PER", "LOC", "ORG"):
+            p = {x for x in pred if x[2] == label}
+            g = {x for x in ref if x[2] == label}
+            counts[label][0] += len(p & g)
+            counts[label][1] += len(p)
+            counts[label][2] += len(g)
+        counts["all"][0] += len(pred & ref)
+        counts["all"][1] += len(pred)
+        counts["all"][2] += len(ref)
+    return {label: prf(*c) for label, c in counts.items()}
+
+
+def _pos_scores(predicted, sentences) -> dict:
+    """Coarse POS accuracy against UD: per char, and per gold token the system also segmented."""
+    chars_ok = chars_all = tok_ok = tok_matched = tok_all = 0
+    for words, sentence in zip(predicted, sentences):
+        gold = [(s, e, UPOS_TO_COARSE.get(upos)) for (s, e), (_, upos, _) in zip(spans_of([f for f, _, _ in sentence]), sentence)]
+        pred_at = {}
+        by_span = {}
+        for s, e, t in words:
+            classes = LAC_TO_COARSE.get(t, set())
+            by_span[(s, e)] = classes
+            for k in range(s, e):
+                pred_at[k] = classes
+        for s, e, coarse in gold:
+            if coarse is None:      # UD's X (foreign / unknown) has no LAC class
+                continue
+            tok_all += 1
+            for k in range(s, e):
+                chars_all += 1
+                chars_ok += coarse in pred_at.get(k, set())
+            if (s, e) in by_span:
+                tok_matched += 1
+                tok_ok += coarse in by_span[(s, e)]
+    return {
+        "char_accuracy": round(chars_ok / chars_all, 4),
+        "token_accuracy_on_matched_tokens": round(tok_ok / max(tok_matched, 1), 4),
+        "matched_token_fraction": round(tok_matched / max(tok_all, 1), 4),
+    }
+
+
+def evaluate_package(package_dir, paths: dict[str, Path], *, write_manifest: bool = False) -> dict:
+    """Held-out figures of a package (through the Taskflow API, static graph) and of jieba."""
+    import jieba
+    import jieba.posseg
+
+    from taskflow import Taskflow
+
+    jieba.setLogLevel(60)
+    flow = Taskflow("pos_tagging", task_path=package_dir)
+
+    def words_of(texts):
+        results = flow(texts)
+        out = []
+        for text, pairs in zip(texts, results):
+            start, words = 0, []
+            for word, tag in pairs:
+                words.append((start, start + len(word), tag))
+                start += len(word)
+            out.append(words)
+        return out
+
+    posseg = jieba.posseg.POSTokenizer(jieba.Tokenizer())
+    report: dict = {"model": {}, "jieba": {}}
+
+    dev_gold = list(read_word_tag_file(paths["msra"] / "dev.txt"))
+    dev_texts = ["".join(w for w, _ in s) for s in dev_gold]
+    log(f"MSRA dev: {len(dev_texts)} sentences")
+    report["model"]["msra_dev"] = score_msra(words_of(dev_texts), dev_gold)
+    report["jieba"]["msra_dev"] = score_msra([_jieba_words(posseg, t) for t in dev_texts], dev_gold)
+
+    ner_gold = list(read_bio_file(paths["ner_test"]))
+    ner_texts = [text for text, _ in ner_gold]
+    log(f"MSRA NER test: {len(ner_texts)} sentences")
+    report["model"]["msra_ner_test"] = _entity_scores(words_of(ner_texts), ner_gold)
+    report["jieba"]["msra_ner_test"] = _entity_scores([_jieba_words(posseg, t) for t in ner_texts], ner_gold)
+
+    ud = list(read_conll(paths["ud_test"]))
+    ud_texts = ["".join(f for f, _, _ in s) for s in ud]
+    log(f"UD-GSD test: {len(ud_texts)} sentences")
+    report["model"]["ud_gsd_test_coarse_pos"] = _pos_scores(words_of(ud_texts), ud)
+    report["jieba"]["ud_gsd_test_coarse_pos"] = _pos_scores([_jieba_words(posseg, t) for t in ud_texts], ud)
+    log(json.dumps(report, ensure_ascii=False, indent=1))
+
+    if write_manifest:
+        from taskflow.packages import Manifest, write_package
+
+        manifest = Manifest.load(Path(package_dir) / "manifest.json")
+        fields = {k: v for k, v in manifest.data.items() if k != "files"}
+        fields["metrics"] = {
+            "msra_dev_segmentation": report["model"]["msra_dev"]["segmentation"],
+            "msra_ner_test_entities": report["model"]["msra_ner_test"],
+            "ud_gsd_test_coarse_pos": report["model"]["ud_gsd_test_coarse_pos"],
+            "jieba_0.42.1_same_data": report["jieba"],
+        }
+        write_package(package_dir, fields, {name: Path(package_dir) / name for name in manifest.files})
+    return report
+
+
+# ---------------------------------------------------------------------- cli
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="taskflow train lexical_analysis", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", help="root of ../shared/data (the paths below are relative to it)")
+    parser.add_argument("--msra-dir", help="folder with MSRA train.txt / dev.txt (word/TAG lines)")
+    parser.add_argument("--jieba-dict", help="jieba dict_small.tsv (term, freq, pos)")
+    parser.add_argument("--ner-test", help="MSRA NER test.txt (char<TAB>BIO)")
+    parser.add_argument("--ud-test", help="UD Chinese-GSD test.conll")
+    parser.add_argument("--out", default="lexical_model", help="package directory to write")
+    parser.add_argument("--name", default="bigru_crf")
+    parser.add_argument("--version", default="1.0.0")
+    parser.add_argument("--evaluate-only", metavar="PACKAGE", help="only evaluate an existing package")
+    parser.add_argument("--no-evaluate", action="store_true", help="skip the held-out evaluation")
+    parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument("--time-budget", type=float, default=45.0, help="minutes of training at most")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--dropout", type=float, default=0.2)
+    parser.add_argument("--char-dim", type=int, default=128)
+    parser.add_argument("--bigram-dim", type=int, default=48)
+    parser.add_argument("--hidden-size", type=int, default=128)
+    parser.add_argument("--num-layers", type=int, default=2)
+    parser.add_argument("--max-train-length", type=int, default=100)
+    parser.add_argument("--max-length", type=int, default=512, help="inference window (manifest max_length)")
+    parser.add_argument("--min-char-count", type=int, default=2)
+    parser.add_argument("--min-bigram-count", type=int, default=3)
+    parser.add_argument("--space-rate", type=float, default=0.03, help="share of pieces given space tokens")
+    parser.add_argument("--limit", type=int, default=0, help="use only this many training sentences (smoke tests)")
+    parser.add_argument("--seed", type=int, default=1)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.evaluate_only:
+        evaluate_package(args.evaluate_only, data_paths(args), write_manifest=False)
+        return 0
+    train(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""What the matching model sees: normalised text, chars and words, as id arrays.
+
+Pure Python and numpy (no Paddle, no jieba), shared by the task, the training
+recipe and the benchmarks, so training and inference encode text the same way.
+
+* :func:`model_text`: half-width, ASCII lower-case, punctuation and whitespace
+  removed ("人和畜生的区别是什么？" and "人和畜生的区别是什么！" are the same
+  question), then cut to ``max_length`` chars.
+* :class:`Segmenter`: words by the most probable path through a word list
+  (jieba's DAG + unigram algorithm, without its HMM), over the word list and
+  counts shipped in the package.  jieba is used once, at training time, to
+  find that word list; inference needs neither jieba nor its dictionary.
+* :func:`encode`: per side, ``chars`` [B, T] (char ids) and ``words`` [B, T]
+  (for each char, the id of the word it belongs to), 0-padded.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import unicodedata
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from taskflow.text import q2b
+
+__all__ = ["PAD", "UNK", "model_text", "Segmenter", "Vocab", "encode"]
+
+PAD, UNK = 0, 1
+MAX_WORD_LENGTH = 8
+
+
+@functools.lru_cache(maxsize=1)
+def _table() -> dict[int, int | None]:
+    table: dict[int, int | None] = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}  # full -> half width
+    table.update({code: code + 32 for code in range(ord("A"), ord("Z") + 1)})             # ASCII lower-case
+    table.update({code: code - 0xFEE0 + 32 for code in range(0xFF21, 0xFF3B)})            # Ａ -> a in one step
+    for code in range(0x10000):
+        if chr(code).isspace() or unicodedata.category(chr(code)).startswith("P"):
+            table[code] = None
+    return table
+
+
+def model_text(text: str, max_length: int | None = None) -> str:
+    """The part of ``text`` the model reads.
+
+    Punctuation and whitespace carry next to nothing for matching questions
+    and differ between corpora, so they are dropped; a text made only of them
+    keeps its (half-width) punctuation so it still has something to match.
+    Longer texts keep their first ``max_length`` chars.
+
+    >>> model_text("Ｗｉｆｉ 密码怎么改？")
+    'wifi密码怎么改'
+    """
+    cleaned = text.translate(_table())
+    if not cleaned:
+        cleaned = "".join(q2b(text).split())
+    return cleaned[:max_length] if max_length else cleaned
+
+
+class Segmenter:
+    """Most probable segmentation into words of a unigram word list.
+
+    Every single char is allowed (a char never seen costs the most), so any
+    text segments; ties go to the longer, earlier word.
+
+    >>> Segmenter({"密码": 5, "怎么": 4, "修改": 3}).cut("怎么修改密码")
+    ['怎么', '修改', '密码']
+    """
+
+    def __init__(self, counts: Mapping[str, int]):
+        total = float(sum(counts.values()) or 1)
+        self.logp = {w: math.log(c / total) for w, c in counts.items() if c > 0}
+        self.unknown = math.log(0.5 / total)
+        self.max_len = max([1, *(len(w) for w in self.logp)])
+
+    def cut(self, text: str) -> list[str]:
+        n = len(text)
+        best = [0.0] + [-math.inf] * n
+        start = [0] * (n + 1)
+        logp, unknown = self.logp, self.unknown
+        for end in range(1, n + 1):
+            for begin in range(max(0, end - self.max_len), end):
+                lp = logp.get(text[begin:end])
+                if lp is None:
+                    if end - begin != 1:
+                        continue
+                    lp = unknown
+                score = best[begin] + lp
+                if score > best[end]:
+                    best[end], start[end] = score, begin
+        words, end = [], n
+        while end > 0:
+            words.append(text[start[end]:end])
+            end = start[end]
+        return words[::-1]
+
+
+class Vocab:
+    """Char and word ids plus the word list's segmenter, as stored in ``vocab.json``:
+    ``{"chars": [...], "words": [[word, count], ...]}`` (ids are positions; 0 = pad, 1 = unknown)."""
+
+    def __init__(self, chars: Sequence[str], words: Sequence[tuple[str, int]]):
+        self.char_list = list(chars)
+        self.word_list = [w for w, _ in words]
+        self.chars = {c: i for i, c in enumerate(self.char_list)}
+        self.words = {w: i for i, w in enumerate(self.word_list)}
+        self.segmenter = Segmenter({w: int(c) for w, c in words if w not in ("[PAD]", "[UNK]")})
+        self._counts = [[w, int(c)] for w, c in words]
+
+    @classmethod
+    def load(cls, path) -> "Vocab":
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+        return cls(data["chars"], [tuple(x) for x in data["words"]])
+
+    def save(self, path) -> None:
+        from taskflow.packages import atomic_write_text
+
+        atomic_write_text(path, json.dumps({"chars": self.char_list, "words": self._counts}, ensure_ascii=False))
+
+    @classmethod
+    def build(cls, texts: Iterable[str], cut, *, min_char: int = 2, min_word: int = 2,
+              max_words: int = 40000) -> "Vocab":
+        """A vocabulary from model texts: chars seen ``min_char`` times, and the
+        words ``cut`` (e.g. ``jieba.lcut``) finds at least ``min_word`` times."""
+        from collections import Counter
+
+        chars, words = Counter(), Counter()
+        for text in texts:
+            chars.update(text)
+            words.update(w for w in cut(text) if 0 < len(w) <= MAX_WORD_LENGTH and not w.isspace())
+        char_list = ["[PAD]", "[UNK]"] + sorted(c for c, n in chars.items() if n >= min_char)
+        kept = sorted(((w, n) for w, n in words.items() if n >= min_word), key=lambda x: (-x[1], x[0]))[:max_words]
+        return cls(char_list, [("[PAD]", 0), ("[UNK]", 0), *kept])
+
+    def segment(self, text: str) -> list[str]:
+        return self.segmenter.cut(text)
+
+
+def encode(texts: Sequence[str], vocab: Vocab) -> tuple[np.ndarray, np.ndarray]:
+    """``(char_ids, word_ids)``, each [B, T] int64 and 0-padded, for model texts.
+
+    ``word_ids[b, i]`` is the id of the word covering char ``i`` (1 when that
+    word is not in the vocabulary), so both arrays share one length.
+    """
+    width = max(1, max((len(t) for t in texts), default=1))
+    char_ids = np.zeros((len(texts), width), dtype=np.int64)
+    word_ids = np.zeros((len(texts), width), dtype=np.int64)
+    chars, words = vocab.chars, vocab.words
+    for row, text in enumerate(texts):
+        char_ids[row, : len(text)] = [chars.get(ch, UNK) for ch in text]
+        position = 0
+        for word in vocab.segment(text):
+            word_ids[row, position:position + len(word)] = words.get(word, UNK)
+            position += len(word)
+    return char_ids, word_ids

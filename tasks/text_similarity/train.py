@@ -1,0 +1,359 @@
+"""Recipe: BQ + AFQMC + part of LCQMC dev -> RE2-style matcher (or bi-encoder) -> model package.
+
+    OMP_NUM_THREADS=2 taskflow train text_similarity --data-dir ../shared/data/matching \\
+        --out resources/text_similarity/re2_char_word --minutes 30
+
+Data (public sources; see README.md and ../shared/data/matching/README.md).
+Every path can also be given on its own (``--bq-train``, ``--lcqmc-dev``...):
+
+* training: ``bq_corpus/train.tsv`` (BQ corpus, Chen et al. 2018),
+  ``afqmc/train.tsv`` (CLUE AFQMC) and the part of ``lcqmc/dev.tsv`` (LCQMC,
+  Liu et al. 2018) left after ``--lcqmc-held-out`` pairs are drawn with
+  ``--seed`` (LCQMC's own train split is not available here);
+* model selection: the held-out part of LCQMC dev and ``bq_corpus/dev.tsv``
+  (epoch, and the decision threshold);
+* report only: ``lcqmc/test.tsv`` (12,500 pairs), ``bq_corpus/test.tsv`` and
+  ``afqmc/dev.tsv``.
+
+Training pairs that also occur in a selection or report split (either order,
+after normalisation) are dropped.  Nothing is trained on a test split.
+
+``--minutes`` is a wall-clock budget: after a few steps the recipe measures
+its speed and fits the number of steps (and the learning-rate schedule) into
+it.  ``--max-train-pairs`` trains on a random subset (architecture comparisons).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .data import DEFAULT_FILES, Pair, drop_overlap, read_pairs, resolve_files, split_lcqmc_dev
+from .features import Vocab, encode, model_text
+
+MAX_LENGTH = 64
+SOURCES = {
+    "bq_corpus": "Jing Chen et al., The BQ Corpus, EMNLP 2018 (GitHub liushaoweihua/chineseGLUE_datasets, bq.zip)",
+    "afqmc": "CLUE AFQMC (Liang Xu et al., CLUE, COLING 2020; GitHub zejunwang1/bertorch data/AFQMC)",
+    "lcqmc": "Xin Liu et al., LCQMC, COLING 2018 (GitHub zejunwang1/bertorch data/LCQMC dev/test)",
+}
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="taskflow train text_similarity", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", help="folder with lcqmc/, bq_corpus/, afqmc/ (../shared/data/matching)")
+    for name, relative in DEFAULT_FILES.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", help=f"default: DATA_DIR/{relative}")
+    parser.add_argument("--out", required=True, help="where to write the model package")
+    parser.add_argument("--name", default="re2_char_word", help="model name in the manifest")
+    parser.add_argument("--version", default="1.0.0")
+    parser.add_argument("--arch", choices=("match", "siamese"), default="match")
+    parser.add_argument("--char-dim", type=int, default=128)
+    parser.add_argument("--word-dim", type=int, default=64, help="0: chars only")
+    parser.add_argument("--hidden", type=int, default=128)
+    parser.add_argument("--blocks", type=int, default=2)
+    parser.add_argument("--enc-layers", type=int, default=2)
+    parser.add_argument("--kernel", type=int, default=3)
+    parser.add_argument("--dropout", type=float, default=0.2)
+    parser.add_argument("--no-exact-match", action="store_true")
+    parser.add_argument("--min-char", type=int, default=2)
+    parser.add_argument("--min-word", type=int, default=3)
+    parser.add_argument("--max-words", type=int, default=30000)
+    parser.add_argument("--lcqmc-held-out", type=int, default=2500, help="LCQMC dev pairs kept out of training")
+    parser.add_argument("--lcqmc-repeat", type=int, default=3, help="times the LCQMC part is seen per epoch")
+    parser.add_argument("--max-train-pairs", type=int, help="train on a random subset of this size")
+    parser.add_argument("--epochs", type=float, default=3.0)
+    parser.add_argument("--minutes", type=float, help="wall-clock budget for the training loop")
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--warmup", type=int, default=300)
+    parser.add_argument("--evals", type=int, default=8, help="evaluations on the selection splits over the run")
+    parser.add_argument("--seed", type=int, default=1234)
+    return parser.parse_args(argv)
+
+
+# ------------------------------------------------------------------ encoding
+
+class Encoded:
+    """Model texts of a list of pairs, ids cached per distinct text."""
+
+    def __init__(self, pairs: list[Pair], vocab: Vocab, cache: dict):
+        self.labels = np.array([p.label for p in pairs], dtype=np.float32)
+        self.a = [self._ids(p.text1, vocab, cache) for p in pairs]
+        self.b = [self._ids(p.text2, vocab, cache) for p in pairs]
+        self.lengths = np.array([max(len(x[0]), len(y[0])) for x, y in zip(self.a, self.b)])
+
+    @staticmethod
+    def _ids(text, vocab, cache):
+        key = model_text(text, MAX_LENGTH)
+        if key not in cache:
+            chars, words = encode([key], vocab)
+            cache[key] = (chars[0], words[0])
+        return cache[key]
+
+    def batch(self, index) -> tuple[list[np.ndarray], np.ndarray]:
+        return [*_pad([self.a[i] for i in index]), *_pad([self.b[i] for i in index])], self.labels[index]
+
+
+def _pad(rows):
+    width = max(len(chars) for chars, _ in rows)
+    chars = np.zeros((len(rows), width), dtype=np.int64)
+    words = np.zeros((len(rows), width), dtype=np.int64)
+    for i, (c, w) in enumerate(rows):
+        chars[i, : len(c)] = c
+        words[i, : len(w)] = w
+    return chars, words
+
+
+def length_batches(lengths: np.ndarray, index: list[int], batch_size: int, rng: random.Random) -> list[list[int]]:
+    """Batches of similar lengths (sorted within pools of 50 batches), in random order."""
+    index = list(index)
+    rng.shuffle(index)
+    out, pool = [], batch_size * 50
+    for start in range(0, len(index), pool):
+        chunk = sorted(index[start:start + pool], key=lambda k: lengths[k])
+        out += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+    rng.shuffle(out)
+    return out
+
+
+# ---------------------------------------------------------------- evaluation
+
+def predict(network, data: Encoded, batch_size: int = 256) -> np.ndarray:
+    import paddle
+
+    order = np.argsort(data.lengths, kind="stable")
+    scores = np.zeros(len(order), dtype=np.float32)
+    network.eval()
+    with paddle.no_grad():
+        for start in range(0, len(order), batch_size):
+            index = order[start:start + batch_size]
+            feeds, _ = data.batch(index)
+            out = network(*[paddle.to_tensor(x) for x in feeds])
+            out = out[0] if isinstance(out, (tuple, list)) else out
+            scores[index] = out.numpy()
+    network.train()
+    return scores
+
+
+def accuracy(scores: np.ndarray, labels: np.ndarray, threshold: float = 0.5) -> float:
+    return float(((scores >= threshold) == (labels > 0.5)).mean())
+
+
+def best_threshold(score_sets: list[tuple[np.ndarray, np.ndarray]]) -> float:
+    """The threshold maximising the mean accuracy over the selection splits (ties: closest to 0.5)."""
+    grid = np.round(np.arange(0.05, 0.951, 0.01), 2)
+    means = [np.mean([accuracy(s, y, t) for s, y in score_sets]) for t in grid]
+    best = max(means)
+    return float(min((t for t, m in zip(grid, means) if m >= best - 1e-12), key=lambda t: abs(t - 0.5)))
+
+
+# ------------------------------------------------------------------- training
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    # MKL picks slow generic kernels on AMD CPUs unless told otherwise (4x on matmul here); it reads
+    # this when Paddle loads, and it is ignored on Intel.  A user's own setting wins.
+    if "paddle" not in sys.modules:
+        os.environ.setdefault("MKL_DEBUG_CPU_TYPE", "5")
+    import paddle
+    import paddle.nn.functional as F
+
+    from taskflow.packages import write_package
+    from taskflow.predictor import save_weights
+
+    from .model import build
+
+    started = time.time()
+    rng = random.Random(args.seed)
+    paddle.seed(args.seed)
+    np.random.seed(args.seed)
+
+    overrides = {name: getattr(args, name) for name in DEFAULT_FILES}
+    files = resolve_files(args.data_dir, overrides)
+    sets = {name: read_pairs(path) for name, path in files.items()}
+    lcqmc_train, lcqmc_held = split_lcqmc_dev(sets["lcqmc_dev"], args.lcqmc_held_out, args.seed)
+    selection = {"lcqmc_dev_held_out": lcqmc_held, "bq_dev": sets["bq_dev"]}
+    report = {"lcqmc_test": sets["lcqmc_test"], "bq_test": sets["bq_test"], "afqmc_dev": sets["afqmc_dev"]}
+    parts = {"bq_train": sets["bq_train"], "afqmc_train": sets["afqmc_train"], "lcqmc_dev_train_part": lcqmc_train}
+    dropped = {}
+    for name in parts:
+        parts[name], dropped[name] = drop_overlap(parts[name], *selection.values(), *report.values())
+    if args.max_train_pairs:
+        total = sum(len(p) for p in parts.values())
+        for name in parts:  # the same fraction of each source
+            keep = round(len(parts[name]) * min(1.0, args.max_train_pairs / total))
+            parts[name] = random.Random(args.seed).sample(parts[name], keep)
+    if not any(parts.values()):
+        raise SystemExit("no training pairs left after dropping those shared with the evaluation splits")
+    log("training pairs: " + ", ".join(f"{k} {len(v)} (dropped {dropped[k]} shared with eval splits)"
+                                       for k, v in parts.items()))
+
+    try:
+        import jieba
+    except ImportError:
+        raise SystemExit("the recipe finds its word list with jieba: pip install jieba") from None
+    jieba.setLogLevel(60)
+    train_texts = [model_text(t, MAX_LENGTH) for pairs in parts.values() for p in pairs for t in (p.text1, p.text2)]
+    distinct = list(dict.fromkeys(train_texts))
+    log(f"building the vocabulary from {len(distinct)} distinct training texts (jieba)")
+    vocab = Vocab.build(distinct, lambda text: jieba.lcut(text, HMM=True),
+                        min_char=args.min_char, min_word=args.min_word, max_words=args.max_words)
+    log(f"{len(vocab.char_list)} chars, {len(vocab.word_list)} words")
+
+    cache: dict = {}
+    train_pairs = [p for pairs in parts.values() for p in pairs]
+    train = Encoded(train_pairs, vocab, cache)
+    lcqmc_index = list(range(len(train_pairs) - len(parts["lcqmc_dev_train_part"]), len(train_pairs)))
+    epoch_index = list(range(len(train_pairs))) + lcqmc_index * (args.lcqmc_repeat - 1)
+    selection_data = {k: Encoded(v, vocab, cache) for k, v in selection.items()}
+    log(f"encoded in {time.time() - started:.0f}s; {len(epoch_index)} pairs per epoch")
+
+    architecture = {"type": args.arch, "vocab_size": len(vocab.char_list), "word_vocab_size": len(vocab.word_list),
+                    "char_dim": args.char_dim, "word_dim": args.word_dim, "hidden_size": args.hidden,
+                    "enc_layers": args.enc_layers, "kernel_size": args.kernel, "dropout": args.dropout}
+    if args.arch == "match":
+        architecture.update(blocks=args.blocks, exact_match=not args.no_exact_match)
+    network = build(architecture)
+    network.train()
+    params = sum(int(np.prod(p.shape)) for p in network.parameters())
+    log(f"{args.arch}: {params:,} parameters")
+
+    steps_per_epoch = -(-len(epoch_index) // args.batch_size)
+    planned = max(1, int(args.epochs * steps_per_epoch))
+    lr_state = {"total": planned}
+
+    def lr_at(step):
+        if step < args.warmup:
+            return args.lr * (step + 1) / args.warmup
+        return args.lr * max(0.02, 1 - (step - args.warmup) / max(1, lr_state["total"] - args.warmup))
+
+    optimizer = paddle.optimizer.Adam(learning_rate=args.lr, parameters=network.parameters(),
+                                      grad_clip=paddle.nn.ClipGradByGlobalNorm(5.0))
+    history, best = [], {"score": -1.0}
+
+    def evaluate(step, epoch):
+        t = time.time()
+        scores = {k: predict(network, d) for k, d in selection_data.items()}
+        accs = {k: accuracy(s, selection_data[k].labels) for k, s in scores.items()}
+        mean = float(np.mean(list(accs.values())))
+        history.append({"step": step, "epoch": round(epoch, 2), **{k: round(v, 4) for k, v in accs.items()}})
+        if mean > best["score"]:
+            best.update(score=mean, step=step, state={k: v.numpy().copy() for k, v in network.state_dict().items()})
+        log(f"step {step} (epoch {epoch:.2f}): " + ", ".join(f"{k} {v:.4f}" for k, v in accs.items())
+            + f", mean {mean:.4f}{' *' if best['step'] == step else ''} ({time.time() - t:.0f}s)")
+
+    step, loop_start, eval_seconds = 0, time.time(), 0.0
+    eval_every = max(1, planned // args.evals)
+    done = False
+    while not done:  # epochs (the training set is never empty, so each pass takes steps)
+        for index in length_batches(train.lengths, epoch_index, args.batch_size, rng):
+            optimizer.set_lr(lr_at(step))
+            feeds, labels = train.batch(index)
+            logits = network.logits(*[paddle.to_tensor(x) for x in feeds])
+            loss = F.binary_cross_entropy_with_logits(logits, paddle.to_tensor(labels))
+            loss.backward()
+            optimizer.step()
+            optimizer.clear_grad()
+            step += 1
+            if args.minutes and (step == 40 or (step > 40 and step % 200 == 0)):
+                # Fit the run into the budget at the measured speed (evaluations' time set aside); refitted
+                # as the speed changes (a shared machine), so the LR schedule ends when the budget does.
+                elapsed = time.time() - loop_start
+                per_step = (elapsed - eval_seconds) / step
+                evals_left = max(1, args.evals - len(history))
+                eval_cost = (eval_seconds / len(history) if history else 15.0) * evals_left
+                fit = step + int((args.minutes * 60 - elapsed - eval_cost) / per_step)
+                previous = lr_state["total"]
+                lr_state["total"] = max(step + 1, min(planned, fit))
+                if step == 40:
+                    eval_every = max(1, lr_state["total"] // args.evals)
+                if step == 40 or abs(lr_state["total"] - previous) > 20:
+                    log(f"{per_step:.3f}s/step: {lr_state['total']} steps "
+                        f"({lr_state['total'] / steps_per_epoch:.2f} epochs) fit in {args.minutes:g} min")
+            if step % 100 == 0:
+                log(f"step {step}/{lr_state['total']} loss {float(loss):.4f} lr {lr_at(step):.2e}")
+            if step % eval_every == 0 or step >= lr_state["total"]:
+                t = time.time()
+                evaluate(step, step / steps_per_epoch)
+                eval_seconds += time.time() - t
+            if step >= lr_state["total"]:
+                done = True
+                break
+    train_minutes = (time.time() - loop_start) / 60
+    log(f"trained {step} steps in {train_minutes:.1f} min; best step {best['step']} (mean {best['score']:.4f})")
+
+    network.set_state_dict({k: paddle.to_tensor(v) for k, v in best["state"].items()})
+    network.eval()
+    # Weights are stored with float16 embeddings (as shipped): evaluate exactly what ships.
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        save_weights(network, tmp / "weights.npz", float16=lambda name: "_emb." in name)
+        from taskflow.predictor import load_weights
+
+        load_weights(network, tmp / "weights.npz")
+        network.eval()
+        selection_scores = {k: (predict(network, d), d.labels) for k, d in selection_data.items()}
+        threshold = best_threshold(list(selection_scores.values()))
+        metrics = {"selection": {}, "report": {}}
+        for k, (s, y) in selection_scores.items():
+            metrics["selection"][k] = {"pairs": len(y), "accuracy": round(accuracy(s, y, threshold), 4),
+                                       "accuracy_at_0.5": round(accuracy(s, y), 4)}
+        for k, pairs in report.items():
+            data = Encoded(pairs, vocab, cache)
+            s = predict(network, data)
+            metrics["report"][k] = {"pairs": len(pairs), "accuracy": round(accuracy(s, data.labels, threshold), 4),
+                                    "accuracy_at_0.5": round(accuracy(s, data.labels), 4)}
+        log(f"threshold {threshold}: " + json.dumps(metrics))
+
+        vocab.save(tmp / "vocab.json")
+        manifest = write_package(args.out, {
+            "task": "text_similarity",
+            "name": args.name,
+            "version": args.version,
+            "description": ("RE2-style interaction model over chars and words with exact-match flags"
+                            if args.arch == "match" else "siamese conv bi-encoder over chars and words"),
+            "architecture": architecture,
+            "labels": [0, 1],
+            "max_length": MAX_LENGTH,
+            "threshold": threshold,
+            "training": {
+                "train_files": {k: str(files[k]) for k in ("bq_train", "afqmc_train", "lcqmc_dev")},
+                "train_pairs": {k: len(v) for k, v in parts.items()},
+                "dropped_overlap_with_eval": dropped,
+                "lcqmc_dev_split": {"seed": args.seed, "held_out": args.lcqmc_held_out,
+                                    "method": "random.Random(seed).shuffle of row indices; first held_out rows held out"},
+                "lcqmc_repeat": args.lcqmc_repeat,
+                "max_train_pairs": args.max_train_pairs,
+                "selection_splits": ["lcqmc/dev.tsv held-out part", "bq_corpus/dev.tsv"],
+                "sources": SOURCES,
+                "vocab": {"chars": len(vocab.char_list), "words": len(vocab.word_list), "min_char": args.min_char,
+                          "min_word": args.min_word, "segmenter": "jieba 0.42 (HMM) word list, max-probability path"},
+                "optimizer": {"name": "Adam", "lr": args.lr, "warmup": args.warmup, "schedule": "linear decay",
+                              "batch_size": args.batch_size, "grad_clip": 5.0, "seed": args.seed},
+                "steps": step, "best_step": best["step"], "epochs": round(step / steps_per_epoch, 2),
+                "train_minutes": round(train_minutes, 1), "history": history,
+            },
+            "metrics": metrics,
+            "framework": {"paddlepaddle": paddle.__version__, "numpy": np.__version__},
+        }, {"weights.npz": tmp / "weights.npz", "vocab.json": tmp / "vocab.json"})
+    size = sum(entry["size"] for entry in manifest.files.values())
+    log(f"wrote {args.out} ({size / 1e6:.1f} MB) in {(time.time() - started) / 60:.1f} min")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

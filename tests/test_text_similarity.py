@@ -1,0 +1,276 @@
+"""text_similarity: pair forms, typed errors, symmetry, padding, truncation, files, CLI, recipe."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from make_tiny_models import make_tiny_similarity
+
+from taskflow import Taskflow
+from taskflow.cli import main
+from taskflow.errors import InputTypeError, InvalidInputError
+from taskflow.packages import available_models
+from taskflow.tasks.text_similarity.data import Pair, drop_overlap, read_pairs, split_lcqmc_dev
+from taskflow.tasks.text_similarity.features import Segmenter, Vocab, encode, model_text
+
+PAIRS = [["怎么修改微信密码", "微信密码怎么改"], ["明天天气怎么样", "昨天天气怎么样"], ["这家酒店很干净", "服务太差了"]]
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_models):
+    return tiny_models["text_similarity"]
+
+
+@pytest.fixture(scope="module")
+def flow(tiny):
+    return Taskflow("text_similarity", task_path=tiny)
+
+
+@pytest.fixture(scope="module")
+def tiny_siamese(tmp_path_factory):
+    return make_tiny_similarity(tmp_path_factory.mktemp("tiny_siamese"), kind="siamese")
+
+
+def _scores(results):
+    return [r["similarity"] for r in results]
+
+
+# ------------------------------------------------------------------ inputs
+
+def test_a_pair_may_be_a_list_a_tuple_or_a_dict(flow):
+    a, b = PAIRS[0]
+    forms = [[a, b], (a, b), {"text1": a, "text2": b}, {"text1": a, "text2": b, "id": 7}]
+    outs = [flow(form) for form in forms] + [flow([form]) for form in forms]
+    for out in outs:
+        assert len(out) == 1 and out[0]["text1"] == a and out[0]["text2"] == b
+        assert set(out[0]) == {"text1", "text2", "similarity", "label"}
+        assert out[0]["label"] in (0, 1) and 0.0 <= out[0]["similarity"] <= 1.0
+    np.testing.assert_allclose([o[0]["similarity"] for o in outs], outs[0][0]["similarity"], atol=1e-6)
+
+
+def test_list_of_pairs_in_order_and_aliases(flow, tiny):
+    mixed = [PAIRS[0], tuple(PAIRS[1]), {"text1": PAIRS[2][0], "text2": PAIRS[2][1]}]
+    out = flow(mixed)
+    assert [(r["text1"], r["text2"]) for r in out] == [tuple(p) for p in PAIRS]
+    alias = Taskflow("text_matching", task_path=tiny)(PAIRS)
+    np.testing.assert_allclose(_scores(alias), _scores(out), atol=1e-6)
+    assert flow(iter(PAIRS)) == out  # any iterable of pairs
+
+
+@pytest.mark.parametrize("bad, error, index, words", [
+    ("怎么修改微信密码", InputTypeError, None, "single str"),
+    (42, InputTypeError, None, "got int"),
+    (["a", "b", "c"], InputTypeError, 0, "two str is one pair"),
+    ([["a", "b"], ["a", "b", "c"]], InvalidInputError, 1, "exactly 2 texts, got 3"),
+    ([["a", "b"], ["a"]], InvalidInputError, 1, "exactly 2 texts, got 1"),
+    ([["a", "b"], None], InputTypeError, 1, "got NoneType"),
+    ([["a", "b"], {"text1": "a"}], InvalidInputError, 1, "without 'text2'"),
+    ([["a", "b"], {"text_1": "a", "text_2": "b"}], InvalidInputError, 1, "'text1' and 'text2'"),
+    ([["a", "b"], [1, "b"]], InputTypeError, 1, "text1 of pair #1 must be a str, got int"),
+    ([["a", "b"], ["a", b"b"]], InputTypeError, 1, "decode"),
+])
+def test_bad_pair_shapes_are_typed_errors_naming_the_index(flow, bad, error, index, words):
+    with pytest.raises(error) as info:
+        flow(bad)
+    assert getattr(info.value, "index", None) == index
+    assert words in str(info.value)
+    if index is not None:
+        assert f"#{index}" in str(info.value)
+
+
+@pytest.mark.parametrize("pair, which", [(["", "微信密码"], "text1"), (["微信密码", "   "], "text2"), (["\n", "\t"], "text1")])
+def test_empty_members_are_typed_errors(flow, pair, which):
+    with pytest.raises(InvalidInputError, match=f"{which} of pair #1 is empty"):
+        flow([PAIRS[0], pair])
+    with pytest.raises(InvalidInputError, match=f"{which} of pair #0"):
+        flow(pair)
+
+
+def test_options_are_checked(tiny):
+    for bad in (-0.1, 1.5, "0.5", True):
+        with pytest.raises(InvalidInputError, match="threshold"):
+            Taskflow("text_similarity", task_path=tiny, threshold=bad)
+    with pytest.raises(InvalidInputError, match="bi-encoder"):
+        Taskflow("text_similarity", task_path=tiny, return_embeddings=True)
+    with pytest.raises(TypeError, match="threshold"):
+        Taskflow("text_similarity", task_path=tiny, treshold=0.5)
+
+
+def test_threshold_decides_the_label(tiny):
+    low = Taskflow("text_similarity", task_path=tiny, threshold=0.0)(PAIRS)
+    high = Taskflow("text_similarity", task_path=tiny, threshold=1.0)(PAIRS)
+    assert [r["label"] for r in low] == [1, 1, 1]
+    assert [r["label"] for r in high] == [int(r["similarity"] >= 1.0) for r in high]
+    assert _scores(low) == _scores(high)
+
+
+# ------------------------------------------------------- model behaviour
+
+def test_swapping_the_texts_gives_the_same_score(flow):
+    forward = flow(PAIRS + [["好" * 40, "好"]])
+    backward = flow([[b, a] for a, b in PAIRS + [["好" * 40, "好"]]])
+    np.testing.assert_allclose(_scores(forward), _scores(backward), atol=1e-6)
+    assert [r["label"] for r in forward] == [r["label"] for r in backward]
+
+
+@pytest.mark.parametrize("static", [True, False])
+def test_padding_does_not_change_a_score(tiny, static):
+    flow = Taskflow("text_similarity", task_path=tiny, batch_size=64, static=static)
+    alone = flow([PAIRS[1]])[0]["similarity"]
+    # In one batch with much longer pairs, on either side: the pair is padded to their width.
+    padded = flow([PAIRS[1], ["这家酒店很干净，服务也好" * 2, "好"], ["好", "服务也好，干净" * 4]])[0]["similarity"]
+    assert math.isclose(alone, padded, abs_tol=1e-5)
+
+
+def test_texts_are_cut_to_max_length_and_punctuation_is_ignored(flow):
+    limit = int(flow.task.manifest["max_length"])
+    head = "服务" * limit
+    out = flow([[head + "很差很差", "服务很好"], [head[:limit], "服务很好"],
+                ["人和畜生的区别是什么？", "区别"], ["人和畜生的区别是什么!!", "区别"]])
+    assert out[0]["text1"] == head + "很差很差"  # the result keeps the caller's text
+    assert math.isclose(out[0]["similarity"], out[1]["similarity"], abs_tol=1e-6)
+    assert math.isclose(out[2]["similarity"], out[3]["similarity"], abs_tol=1e-6)
+
+
+def test_texts_read_identically_score_one(flow):
+    out = flow([["花呗怎么还款？", "花呗 怎么还款!"], ["ＡＢＣ", "abc"], ["花呗怎么还款", "花呗怎么还"]])
+    assert [r["similarity"] for r in out[:2]] == [1.0, 1.0] and out[0]["label"] == 1
+    assert out[2]["similarity"] < 1.0
+
+
+def test_a_text_of_only_punctuation_still_runs(flow):
+    (result,) = flow([["？？", "!!"]])
+    assert 0.0 <= result["similarity"] <= 1.0
+
+
+def test_bi_encoder_returns_embeddings_static_equal_to_dynamic(tiny_siamese):
+    static = Taskflow("text_similarity", task_path=tiny_siamese, return_embeddings=True)(PAIRS)
+    dynamic = Taskflow("text_similarity", task_path=tiny_siamese, return_embeddings=True, static=False)(PAIRS)
+    for s, d in zip(static, dynamic):
+        assert len(s["embedding1"]) == len(s["embedding2"]) == 6
+        np.testing.assert_allclose(s["embedding1"] + s["embedding2"] + [s["similarity"]],
+                                   d["embedding1"] + d["embedding2"] + [d["similarity"]], atol=1e-5)
+    # A bi-encoder's embedding of a text does not depend on the other text.
+    again = Taskflow("text_similarity", task_path=tiny_siamese, return_embeddings=True)([[PAIRS[0][0], "别的"]])
+    np.testing.assert_allclose(again[0]["embedding1"], static[0]["embedding1"], atol=1e-5)
+
+
+def test_results_render_as_an_escaped_table(flow):
+    page = flow([["<script>alert(1)</script>", "a & b"], PAIRS[0]])._repr_html_()
+    assert "<table" in page and "<script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "a &amp; b" in page
+    assert page.count("<tr>") == 3
+
+
+# ------------------------------------------------------------ files, CLI
+
+def test_files_of_pairs_jsonl_csv_tsv_txt(flow, tmp_path):
+    expected = flow(PAIRS)
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps({"text1": a, "text2": b, "id": i}, ensure_ascii=False) + "\n"
+                                               for i, (a, b) in enumerate(PAIRS)), encoding="utf-8")
+    (tmp_path / "in.tsv").write_text("id\ttext1\ttext2\n" + "".join(f"{i}\t{a}\t{b}\n" for i, (a, b) in enumerate(PAIRS)),
+                                     encoding="utf-8")
+    (tmp_path / "in.csv").write_text("text2,text1\n" + "".join(f"{b},{a}\n" for a, b in PAIRS), encoding="utf-8")
+    (tmp_path / "in.txt").write_text("".join(f"{a}\t{b}\n" for a, b in PAIRS), encoding="utf-8")
+    for name in ("in.jsonl", "in.tsv", "in.csv", "in.txt"):
+        out = tmp_path / f"{name}.out.jsonl"
+        flow.predict_file(tmp_path / name, out, progress=False)
+        rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+        assert [(r["text1"], r["text2"], r["label"]) for r in rows] == [(r["text1"], r["text2"], r["label"]) for r in expected]
+        np.testing.assert_allclose(_scores(rows), _scores(expected), atol=1e-6)
+
+
+def test_a_bad_line_in_a_file_is_named(flow, tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text(f"{PAIRS[0][0]}\t{PAIRS[0][1]}\nno tab here\n", encoding="utf-8")
+    with pytest.raises(InvalidInputError, match=r"in.txt:2: pair must hold exactly 2 texts, got 1"):
+        flow.predict_file(source, tmp_path / "out.jsonl", progress=False)
+    summary = flow.predict_file(source, tmp_path / "out.jsonl", on_error="skip", progress=False)
+    assert summary.processed == 1 and summary.skipped == 1
+
+
+def test_cli_positional_texts_are_read_as_pairs(tiny, capsys):
+    assert main(["text_similarity", *PAIRS[0], *PAIRS[1], "--task-path", str(tiny)]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["text1"], r["text2"]) for r in rows] == [tuple(PAIRS[0]), tuple(PAIRS[1])]
+    with pytest.raises(SystemExit):
+        main(["text_similarity", "a", "b", "c", "--task-path", str(tiny)])
+    assert "2 texts per item (text1, text2); got 3" in capsys.readouterr().err
+
+
+# -------------------------------------------------------- text, vocab, data
+
+def test_model_text_and_segmenter():
+    assert model_text("Ｗｉｆｉ 密码怎么改？") == "wifi密码怎么改"
+    assert model_text("？？") == "??"
+    assert model_text("一二三四五", 3) == "一二三"
+    seg = Segmenter({"密码": 5, "怎么": 4, "修改": 3, "修": 1, "改": 1, "密": 1})
+    assert seg.cut("怎么修改密码") == ["怎么", "修改", "密码"]
+    assert "".join(seg.cut("从未见过的字怎么办")) == "从未见过的字怎么办"
+    assert seg.cut("") == []
+
+
+def test_vocab_round_trip_and_encoding(tmp_path):
+    vocab = Vocab.build(["怎么修改密码", "密码怎么改", "修改密码"], lambda t: Segmenter({"怎么": 2, "修改": 2, "密码": 3}).cut(t),
+                        min_char=1, min_word=2)
+    vocab.save(tmp_path / "vocab.json")
+    again = Vocab.load(tmp_path / "vocab.json")
+    assert again.char_list == vocab.char_list and again.word_list == vocab.word_list
+    chars, words = encode(["修改密码", "改"], again)
+    assert chars.shape == words.shape == (2, 4)
+    assert words[0, 0] == words[0, 1] == again.words["修改"] and words[0, 2] == words[0, 3] == again.words["密码"]
+    assert chars[1, 1:].tolist() == [0, 0, 0] and words[1, 1:].tolist() == [0, 0, 0]
+
+
+def test_lcqmc_dev_split_is_seeded_disjoint_and_overlap_is_dropped(tmp_path):
+    path = tmp_path / "dev.tsv"
+    path.write_text("text_a\ttext_b\tlabel\n" + "".join(f"问题{i}\t问{i}题\t{i % 2}\n" for i in range(50)), encoding="utf-8")
+    pairs = read_pairs(path)
+    train, held = split_lcqmc_dev(pairs, 10, seed=3)
+    assert len(train) == 40 and len(held) == 10 and not set(train) & set(held)
+    assert split_lcqmc_dev(pairs, 10, seed=3) == (train, held)
+    assert split_lcqmc_dev(pairs, 10, seed=4) != (train, held)
+    kept, dropped = drop_overlap([Pair("问题1", "问1题", 1), Pair("别的？", "问题", 0)], [Pair("问1题", "问题1！", 1)])
+    assert kept == [Pair("别的？", "问题", 0)] and dropped == 1
+
+
+@pytest.mark.slow
+def test_the_recipe_writes_a_package_that_runs(tmp_path):
+    pytest.importorskip("jieba")
+    from taskflow.tasks.text_similarity.train import main as train
+
+    rows = [("怎么修改微信密码", "微信密码怎么改", 1), ("明天天气怎么样", "昨天天气怎么样", 0),
+            ("这家酒店很干净", "酒店干净吗", 1), ("服务太差了", "价格很便宜", 0)] * 12
+    for split, name in enumerate(("bq_corpus/train", "bq_corpus/dev", "bq_corpus/test", "afqmc/train", "afqmc/dev",
+                                  "lcqmc/dev", "lcqmc/test")):
+        path = tmp_path / "data" / f"{name}.tsv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("text_a\ttext_b\tlabel\n" + "".join(f"{a}{split}{i}\t{b}\t{y}\n" for i, (a, b, y) in enumerate(rows)),
+                        encoding="utf-8")
+    out = tmp_path / "pkg"
+    assert train(["--data-dir", str(tmp_path / "data"), "--out", str(out), "--lcqmc-held-out", "8", "--epochs", "1",
+                  "--batch-size", "16", "--warmup", "2", "--evals", "1", "--char-dim", "8", "--word-dim", "4",
+                  "--hidden", "8", "--min-char", "1", "--min-word", "1"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["training"]["lcqmc_dev_split"]["held_out"] == 8
+    assert set(manifest["metrics"]["report"]) == {"lcqmc_test", "bq_test", "afqmc_dev"}
+    assert len(Taskflow("text_similarity", task_path=out)(PAIRS)) == 3
+
+
+# ------------------------------------------------------ the shipped model
+
+shipped = pytest.mark.skipif("siamese_char_word" not in available_models("text_similarity"),
+                             reason="the default text_similarity model is not bundled")
+
+
+@shipped
+def test_shipped_model_scores_identical_texts_high_and_is_symmetric():
+    flow = Taskflow("text_similarity")
+    texts = ["怎么修改微信密码", "明天天气怎么样", "花呗怎么还款", "如何办理信用卡"]
+    same = flow([[t, t] for t in texts])
+    assert all(r["similarity"] > 0.9 and r["label"] == 1 for r in same)
+    pairs = [["怎么修改微信密码", "微信密码怎么改"], ["借呗怎么还款", "花呗可以分期吗"]]
+    forward, backward = flow(pairs), flow([[b, a] for a, b in pairs])
+    np.testing.assert_allclose(_scores(forward), _scores(backward), atol=1e-5)
+    assert forward[0]["similarity"] > forward[1]["similarity"]
