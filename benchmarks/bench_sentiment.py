@@ -91,7 +91,7 @@ def main() -> None:
     load = os.getloadavg()[0]
     lines = [f"Machine: {machine()}; 1-minute load average at start {load:.1f}"
              + (" (**other jobs were using the cores: absolute figures are low, ratios hold**)" if load > 0.5 else "")
-             + ". Texts: ChnSentiCorp test ({len(texts)} reviews, "
+             + f". Texts: ChnSentiCorp test ({len(texts)} reviews, "
              f"mean {sum(map(len, texts)) / len(texts):.0f} chars). Command: "
              "`python benchmarks/bench_sentiment.py --data ../shared/data/sentiment`.", ""]
 
