@@ -117,8 +117,18 @@ class Task:
         return self._predictor
 
     def weights_key(self) -> str:
-        """Identifies the weights, so changed weights get a fresh static export."""
-        return self.manifest.fingerprint()
+        """Identifies the weights and the network's source, so a change to either gets a fresh
+        static export: an upgraded taskflow must not keep running a program the old code exported."""
+        import hashlib
+
+        digest = hashlib.sha256(self.manifest.fingerprint().encode())
+        try:
+            source = inspect.getsourcefile(self.network_class())
+        except (NotImplementedError, TypeError):   # a task that builds its network another way
+            source = None
+        if source:
+            digest.update(Path(source).read_bytes())
+        return digest.hexdigest()
 
     # --------------------------------------------------------------- stages
     def check_item(self, item: Any, index: int) -> Any:

@@ -207,3 +207,13 @@ def test_a_weight_registered_under_two_names_is_stored_once(tmp_path):
         np.testing.assert_array_equal(loaded.state_dict()[name].numpy(), tensor.numpy())
     x = paddle.randn([2, 5, 4])
     np.testing.assert_allclose(loaded(x)[0].numpy(), saved(x)[0].numpy(), rtol=1e-6)
+
+
+def test_changed_network_code_gets_a_fresh_export(tiny_sentiment, tmp_path, monkeypatch):
+    # Same weights, different network source (a taskflow upgrade): the old program must not be reused.
+    flow = Taskflow("sentiment_analysis", task_path=tiny_sentiment, home=tmp_path)
+    before = flow.task.weights_key()
+    source = tmp_path / "net.py"
+    source.write_text("# another version of the network\n")
+    monkeypatch.setattr("inspect.getsourcefile", lambda obj: str(source))
+    assert flow.task.weights_key() != before
