@@ -26,7 +26,7 @@ from .predictor import InputSpec, Predictor, PredictorOptions, load_weights
 from .packages import ModelPackage, cache_dir
 from .text import split_text
 
-__all__ = ["Task", "TextTask", "check_text"]
+__all__ = ["Task", "TextTask", "check_text", "shown"]
 
 
 def check_text(value: Any, index: int | None, *, what: str = "text", allow_empty: bool = False) -> str:
@@ -41,10 +41,13 @@ def check_text(value: Any, index: int | None, *, what: str = "text", allow_empty
         return value
     if isinstance(value, (bytes, bytearray)):
         raise InputTypeError(f"{where} must be a str, got bytes; decode it first, e.g. value.decode('utf-8')", index)
-    shown = repr(value)
-    if len(shown) > 60:
-        shown = shown[:57] + "..."
-    raise InputTypeError(f"{where} must be a str, got {type(value).__name__} ({shown})", index)
+    raise InputTypeError(f"{where} must be a str, got {type(value).__name__} ({shown(value)})", index)
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` chars, for naming a bad input in an error message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class Task:

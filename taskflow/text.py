@@ -1,10 +1,12 @@
-"""Text helpers shared by tasks: width normalisation and long-text splitting."""
+"""Text helpers shared by tasks: width normalisation, long-text splitting, word segmentation."""
 
 from __future__ import annotations
 
+import math
 import re
+from typing import Mapping
 
-__all__ = ["q2b", "split_text"]
+__all__ = ["q2b", "split_text", "Segmenter"]
 
 # Full-width ASCII variants (U+FF01..U+FF5E) map to U+0021..U+007E; the ideographic
 # space to a plain space.  One char in, one char out, so offsets survive.
@@ -63,3 +65,41 @@ def split_text(text: str, max_length: int) -> list[tuple[int, str]]:
     if chunk_end > chunk_start:
         pieces.append((chunk_start, text[chunk_start:chunk_end]))
     return pieces
+
+
+class Segmenter:
+    """Most probable segmentation into words of a unigram word list.
+
+    Every single char is allowed (a char never seen costs the most), so any
+    text segments; ties go to the longer, earlier word.
+
+    >>> Segmenter({"密码": 5, "怎么": 4, "修改": 3}).cut("怎么修改密码")
+    ['怎么', '修改', '密码']
+    """
+
+    def __init__(self, counts: Mapping[str, int]):
+        total = float(sum(counts.values()) or 1)
+        self.logp = {w: math.log(c / total) for w, c in counts.items() if c > 0}
+        self.unknown = math.log(0.5 / total)
+        self.max_len = max([1, *(len(w) for w in self.logp)])
+
+    def cut(self, text: str) -> list[str]:
+        n = len(text)
+        best = [0.0] + [-math.inf] * n
+        start = [0] * (n + 1)
+        logp, unknown = self.logp, self.unknown
+        for end in range(1, n + 1):
+            for begin in range(max(0, end - self.max_len), end):
+                lp = logp.get(text[begin:end])
+                if lp is None:
+                    if end - begin != 1:
+                        continue
+                    lp = unknown
+                score = best[begin] + lp
+                if score > best[end]:
+                    best[end], start[end] = score, begin
+        words, end = [], n
+        while end > 0:
+            words.append(text[start[end]:end])
+            end = start[end]
+        return words[::-1]

@@ -37,18 +37,13 @@ import numpy as np
 from taskflow.errors import InputTypeError, InvalidInputError
 from taskflow.predictor import InputSpec, load_weights
 from taskflow.registry import register_task
-from taskflow.task import Task, check_text
+from taskflow.task import Task, check_text, shown
 
 from .features import Vocab, encode, model_text
 
 __all__ = ["TextSimilarityTask"]
 
 _PAIR_FORMS = "[text1, text2], (text1, text2) or {'text1': ..., 'text2': ...}"
-
-
-def _shown(value: Any) -> str:
-    shown = repr(value)
-    return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
 def _is_pair_of_texts(value: Any) -> bool:
@@ -121,12 +116,12 @@ class TextSimilarityTask(Task):
         if isinstance(inputs, (str, bytes, bytearray)):
             raise InputTypeError(
                 f"text_similarity takes a pair {_PAIR_FORMS}, or a list of pairs; got a single "
-                f"{type(inputs).__name__} ({_shown(inputs)})"
+                f"{type(inputs).__name__} ({shown(inputs)})"
             )
         if isinstance(inputs, Iterable):
             return list(inputs)
         raise InputTypeError(
-            f"text_similarity takes a pair {_PAIR_FORMS}, or a list of pairs; got {type(inputs).__name__} ({_shown(inputs)})"
+            f"text_similarity takes a pair {_PAIR_FORMS}, or a list of pairs; got {type(inputs).__name__} ({shown(inputs)})"
         )
 
     def check_item(self, item: Any, index: int | None) -> tuple[str, str]:
@@ -143,13 +138,13 @@ class TextSimilarityTask(Task):
         elif isinstance(item, (list, tuple, np.ndarray)):
             if len(item) != 2:
                 raise InvalidInputError(
-                    f"{where} must hold exactly 2 texts, got {len(item)} ({_shown(item)}); pass {_PAIR_FORMS}", index
+                    f"{where} must hold exactly 2 texts, got {len(item)} ({shown(item)}); pass {_PAIR_FORMS}", index
                 )
             first, second = item
         else:
             hint = "; a list of two str is one pair, a list of pairs is many" if isinstance(item, str) else ""
             raise InputTypeError(
-                f"{where} must be {_PAIR_FORMS}, got {type(item).__name__} ({_shown(item)}){hint}", index
+                f"{where} must be {_PAIR_FORMS}, got {type(item).__name__} ({shown(item)}){hint}", index
             )
         return check_text(first, index, what="text1 of pair"), check_text(second, index, what="text2 of pair")
 

@@ -6,7 +6,7 @@ recipe and the benchmarks, so training and inference encode text the same way.
 * :func:`model_text`: half-width, ASCII lower-case, punctuation and whitespace
   removed ("人和畜生的区别是什么？" and "人和畜生的区别是什么！" are the same
   question), then cut to ``max_length`` chars.
-* :class:`Segmenter`: words by the most probable path through a word list
+* :class:`~taskflow.text.Segmenter`: words by the most probable path through a word list
   (jieba's DAG + unigram algorithm, without its HMM), over the word list and
   counts shipped in the package.  jieba is used once, at training time, to
   find that word list; inference needs neither jieba nor its dictionary.
@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import unicodedata
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
-from taskflow.text import q2b
+from taskflow.text import Segmenter, q2b
 
 __all__ = ["PAD", "UNK", "model_text", "Segmenter", "Vocab", "encode"]
 
@@ -58,44 +57,6 @@ def model_text(text: str, max_length: int | None = None) -> str:
     if not cleaned:
         cleaned = "".join(q2b(text).split())
     return cleaned[:max_length] if max_length else cleaned
-
-
-class Segmenter:
-    """Most probable segmentation into words of a unigram word list.
-
-    Every single char is allowed (a char never seen costs the most), so any
-    text segments; ties go to the longer, earlier word.
-
-    >>> Segmenter({"密码": 5, "怎么": 4, "修改": 3}).cut("怎么修改密码")
-    ['怎么', '修改', '密码']
-    """
-
-    def __init__(self, counts: Mapping[str, int]):
-        total = float(sum(counts.values()) or 1)
-        self.logp = {w: math.log(c / total) for w, c in counts.items() if c > 0}
-        self.unknown = math.log(0.5 / total)
-        self.max_len = max([1, *(len(w) for w in self.logp)])
-
-    def cut(self, text: str) -> list[str]:
-        n = len(text)
-        best = [0.0] + [-math.inf] * n
-        start = [0] * (n + 1)
-        logp, unknown = self.logp, self.unknown
-        for end in range(1, n + 1):
-            for begin in range(max(0, end - self.max_len), end):
-                lp = logp.get(text[begin:end])
-                if lp is None:
-                    if end - begin != 1:
-                        continue
-                    lp = unknown
-                score = best[begin] + lp
-                if score > best[end]:
-                    best[end], start[end] = score, begin
-        words, end = [], n
-        while end > 0:
-            words.append(text[start[end]:end])
-            end = start[end]
-        return words[::-1]
 
 
 class Vocab:
