@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="model name (default: the task's default)")
+    parser.add_argument("--mode", help="a named preset of the task, e.g. ner's fast or accurate (see `taskflow list`)")
     parser.add_argument("--home", help="cache root (default: $PPNLP_HOME or ~/.paddlenlp)")
     parser.add_argument("--offline", action="store_true", default=None, help="never use the network")
 
@@ -62,11 +63,11 @@ def _cmd_run(argv: list[str]) -> int:
     parser.add_argument("--task-path", help="directory of your own trained package")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     _common_options(parser)
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)   # options may come before or after the texts
     if bool(args.texts) == bool(args.input):
         parser.error("give either texts or --input FILE")
     fields = args.field.split(",") if args.field else None
-    options = dict(model=args.model, device=args.device, batch_size=args.batch_size, num_threads=args.threads,
+    options = dict(model=args.model, mode=args.mode, device=args.device, batch_size=args.batch_size, num_threads=args.threads,
                    task_path=args.task_path, home=args.home, offline=args.offline)
 
     if args.backend == "ray":
@@ -148,9 +149,12 @@ def _cmd_download(argv: list[str]) -> int:
     from .pipeline import Taskflow
     from .registry import get_task_class
 
-    package_task, model = Taskflow.locate(get_task_class(args.task), args.model)
-    package = resolve(package_task, model, home=args.home, offline=args.offline, progress=True)
-    print(f"{package_task}/{model} {package.manifest.version}: {package.directory} ({package.source})")
+    refs = ["/".join(Taskflow.locate(get_task_class(args.task), args.model, args.mode))]
+    while refs:  # the package, then the packages it builds on (its manifest's "requires")
+        package_task, _, model = refs.pop(0).rpartition("/")
+        package = resolve(package_task, model, home=args.home, offline=args.offline, progress=True)
+        print(f"{package_task}/{model} {package.manifest.version}: {package.directory} ({package.source})")
+        refs += [ref for ref in package.manifest.get("requires", {}).values() if not ref.startswith(".")]
     return 0
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "PaddleNotInstalledError",
     "ExportError",
     "UserDictError",
+    "TermTreeError",
 ]
 
 
@@ -111,6 +112,18 @@ class UserDictError(TaskflowError, ValueError):
 
     ``source`` names the file (or ``"user_dict"`` for a list) and ``line`` the
     1-based line number, when the error is about one line.
+    """
+
+    def __init__(self, message: str, source: str | None = None, line: int | None = None):
+        super().__init__(message)
+        self.source = source
+        self.line = line
+
+
+class TermTreeError(TaskflowError, ValueError):
+    """A term tree file (``term_tree=``) has a line, column or category the task cannot use.
+
+    ``source`` names the file and ``line`` the 1-based line number, when the error is about one line.
     """
 
     def __init__(self, message: str, source: str | None = None, line: int | None = None):

@@ -62,7 +62,8 @@ class Taskflow:
             "task_path": None if task_path is None else str(task_path),
             "home": None if home is None else str(home), "offline": offline, **task_options,
         }
-        cls = get_task_class(task)
+        package_task, model_name = self.locate(get_task_class(task), model, mode)
+        cls = get_task_class(task).class_for(package_task)
         accepted = cls.option_names()
         unknown = sorted(set(task_options) - set(accepted))
         if unknown:
@@ -73,9 +74,8 @@ class Taskflow:
         options = PredictorOptions(
             device=device, precision=precision, num_threads=num_threads, static=static, tensorrt=tensorrt
         )
-        package_task, model_name = self.locate(cls, model, mode)
         package = resolve(package_task, model_name, task_path=task_path, home=home, offline=offline)
-        self.task = cls(package, options=options, batch_size=batch_size, home=home, **task_options)
+        self.task = cls(package, options=options, batch_size=batch_size, home=home, offline=offline, **task_options)
 
     @staticmethod
     def locate(cls, model: str | None = None, mode: str | None = None) -> tuple[str, str]:

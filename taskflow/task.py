@@ -23,7 +23,7 @@ import numpy as np
 
 from .errors import InputTypeError, InvalidInputError
 from .predictor import InputSpec, Predictor, PredictorOptions, load_weights
-from .packages import ModelPackage, cache_dir
+from .packages import MANIFEST, Manifest, ModelPackage, cache_dir, resolve
 from .text import split_text
 
 __all__ = ["Task", "TextTask", "check_text", "shown"]
@@ -67,6 +67,7 @@ class Task:
         options: PredictorOptions | None = None,
         batch_size: int | None = None,
         home: str | Path | None = None,
+        offline: bool | None = None,
     ):
         if batch_size is None:
             batch_size = self.default_batch_size
@@ -77,9 +78,28 @@ class Task:
         self.batch_size = batch_size
         self.options = options or PredictorOptions()
         self.home = home
+        self.offline = offline
         self._predictor: Predictor | None = None
 
     # ------------------------------------------------------- model plumbing
+    @classmethod
+    def class_for(cls, package_task: str) -> type["Task"]:
+        """The class that runs packages of ``package_task`` for this task (default: this one).
+
+        A task whose modes run models of another kind (ner's ``accurate`` mode runs a
+        knowledge_mining package) returns the class that knows how."""
+        return cls
+
+    def required_package(self, role: str) -> ModelPackage:
+        """A package this one builds on, named in its manifest's ``requires``
+        (``{"lexical": "lexical_analysis/bigru_crf"}``; a path starting with ``.`` is
+        relative to this package), resolved with the same cache and offline setting."""
+        ref = str(self.manifest["requires"][role])
+        if ref.startswith("."):
+            path = (self.package.directory / ref).resolve()
+            return resolve(Manifest.load(path / MANIFEST).task, None, task_path=path)
+        task, _, name = ref.rpartition("/")
+        return resolve(task, name, home=self.home, offline=self.offline)
     @classmethod
     def option_names(cls) -> list[str]:
         """Keyword options a subclass accepts on top of the base ones."""

@@ -12,8 +12,10 @@ EXPECTED_TASKS = {
     "word_segmentation": {"aliases": ["segmentation", "cws"], "default_model": "lexical_analysis/bigru_crf"},
     "pos_tagging": {"aliases": ["pos"], "default_model": "lexical_analysis/bigru_crf"},
     "ner": {"aliases": ["named_entity_recognition"], "default_model": "lexical_analysis/bigru_crf",
-            "modes": {"fast": "lexical_analysis/bigru_crf"}},
+            "modes": {"fast": "lexical_analysis/bigru_crf", "accurate": "knowledge_mining/termtree"}},
+    "knowledge_mining": {"aliases": ["wordtag"], "default_model": "termtree"},
     "text_similarity": {"aliases": ["text_matching"], "default_model": "siamese_char_word"},
+    "reading_comprehension": {"aliases": ["question_answering_extractive"], "default_model": "drqa_char"},
 }
 
 

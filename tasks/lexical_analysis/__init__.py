@@ -36,7 +36,6 @@ from taskflow.errors import InvalidInputError, UserDictError
 from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
 from taskflow.task import TextTask
-from taskflow.text import q2b
 
 from .user_dict import UserDict, UserDictFormat
 
@@ -228,6 +227,10 @@ class NERTask(LexicalAnalysisTask):
             TIME); tags from the user dictionary may be added.
         entity_only: keep only entity words in ``words``.
 
+    ``mode="accurate"`` gives WordTag categories instead (人物类_实体, 组织机构类...),
+    ``entity_only=True`` by default, in the same shape; see
+    :class:`taskflow.tasks.knowledge_mining.AccurateNERTask`.
+
     ``text[start:end] == entity['text']`` for every entity (``end`` exclusive).
 
     >>> from taskflow import Taskflow
@@ -242,7 +245,16 @@ class NERTask(LexicalAnalysisTask):
     """
 
     default_model = "lexical_analysis/bigru_crf"
-    modes = {"fast": "lexical_analysis/bigru_crf"}
+    modes = {"fast": "lexical_analysis/bigru_crf", "accurate": "knowledge_mining/termtree"}
+
+    @classmethod
+    def class_for(cls, package_task):
+        # mode="accurate" runs a knowledge_mining package: WordTag categories, same output shape.
+        if package_task == "knowledge_mining":
+            from taskflow.tasks.knowledge_mining import AccurateNERTask
+
+            return AccurateNERTask
+        return cls
 
     def __init__(self, package, *, entity_labels: Iterable[str] | None = None, entity_only: bool = False, **base):
         super().__init__(package, **base)

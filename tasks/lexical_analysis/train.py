@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import BOS, EOS, ENTITY_LABELS, encode, normalize
+from . import BOS, EOS, encode, normalize
 from .data import (LAC_TAGS, LAC_TO_COARSE, UPOS_TO_COARSE, JIEBA_TO_LAC, Lexicon, derive_sentence, is_punctuation,
                    read_bio_file, read_conll, read_word_tag_file, tag_counts)
 

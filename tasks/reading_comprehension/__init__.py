@@ -1,0 +1,246 @@
+"""reading_comprehension: the span of a Chinese context that answers a question.
+
+>>> from taskflow import Taskflow
+>>> qa = Taskflow("reading_comprehension")
+>>> qa({"context": "杭州市是浙江省的省会，位于中国东南沿海。", "question": "浙江省的省会是哪里？"})   # doctest: +SKIP
+[{'question': '浙江省的省会是哪里？', 'answer': '杭州市', 'start': 0, 'end': 3, 'score': 0.87}]
+
+What counts as an item, and how inputs are read:
+
+* an item is ``{"context": ..., "question": ...}`` (other keys are ignored) or
+  a ``(context, question)`` tuple / list of two ``str``;
+* the input is one item or a list (any iterable) of items.  Anything else
+  (a bare ``str``, a dict without ``context`` or ``question``, a non-``str``
+  or empty field) raises ``InputTypeError`` / ``InvalidInputError`` naming the
+  item's index and the key.
+
+Contexts of any length are read in windows of ``max_seq_len`` chars that
+overlap by ``doc_stride`` chars; each window is one unit of the base class's
+batching, so memory is bounded by ``batch_size`` windows whatever the length.
+Within a window the network gives each position a start and an end
+probability, softmaxed over the window *including* a NULL position ("the
+answer is not here"); a span's score is ``p_start * p_end``, comparable
+across windows.  The same span found by two overlapping windows counts once
+(its best score).  ``start`` / ``end`` index the caller's own context:
+``context[start:end] == answer``, also with full-width characters and
+newlines (normalisation maps one char to one char).
+
+``handle_impossible_answer=True``: the item's null score is the lowest
+window null score ``p_start[NULL] * p_end[NULL]`` (the window most sure it
+holds an answer decides); when it is higher than the best span's score the
+answer is ``''`` with ``start == end == 0`` and that score.  With ``top_k > 1``
+the empty answer takes its place in the ranked list by the same score.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from taskflow.errors import InputTypeError, InvalidInputError
+from taskflow.predictor import InputSpec
+from taskflow.registry import register_task
+from taskflow.task import Task, check_text
+
+from .data import FEATURES, Prepared, Vocab, best_spans, encode, merge, prepare, windows
+
+__all__ = ["ReadingComprehensionTask"]
+
+_FORMS = "{'context': ..., 'question': ...} or (context, question)"
+
+
+def _shown(value: Any) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+def _is_pair_of_texts(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, str) for v in value)
+
+
+class Item(NamedTuple):
+    context: str
+    question: str
+
+
+class Window(NamedTuple):
+    prepared: Prepared
+    start: int
+    end: int
+
+
+def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise InvalidInputError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return int(value)
+
+
+@register_task("reading_comprehension", aliases=["question_answering_extractive"])
+class ReadingComprehensionTask(Task):
+    """Extractive question answering over Chinese contexts of any length.
+
+    Options:
+        top_k: answers per item; 1 (default) gives one dict per item, more a
+            list of dicts per item, best first.
+        max_answer_len: longest answer in chars (default: the model's, 64).
+        max_seq_len: window size in chars (default: the model's, 512).
+        doc_stride: overlap of consecutive windows in chars (default: the model's, 128).
+        handle_impossible_answer: answer ``''`` when the null score beats every
+            span (see the module docstring).
+
+    >>> from taskflow import Taskflow
+    >>> Taskflow("question_answering_extractive", top_k=2)(("北京是中国的首都。", "中国的首都是哪里？"))  # doctest: +SKIP
+    [[{'question': '中国的首都是哪里？', 'answer': '北京', 'start': 0, 'end': 2, 'score': 0.91}, ...]]
+    """
+
+    default_model = "drqa_char"
+    default_batch_size = 16
+    input_fields = ("context", "question")
+
+    def __init__(self, package, *, top_k: int = 1, max_answer_len: int | None = None, max_seq_len: int | None = None,
+                 doc_stride: int | None = None, handle_impossible_answer: bool = False, **base):
+        super().__init__(package, **base)
+        manifest = self.manifest
+        self.top_k = _positive_int("top_k", top_k)
+        self.max_answer_len = _positive_int("max_answer_len", manifest.get("max_answer_len", 64)
+                                            if max_answer_len is None else max_answer_len)
+        self.max_seq_len = _positive_int("max_seq_len", manifest.get("max_seq_len", 512)
+                                         if max_seq_len is None else max_seq_len, 8)
+        self.doc_stride = _positive_int("doc_stride", manifest.get("doc_stride", 128)
+                                        if doc_stride is None else doc_stride, 0)
+        if self.doc_stride >= self.max_seq_len:
+            raise InvalidInputError(f"doc_stride ({self.doc_stride}) must be smaller than max_seq_len "
+                                    f"({self.max_seq_len}): windows overlap by doc_stride chars")
+        if not isinstance(handle_impossible_answer, bool):
+            raise InvalidInputError(f"handle_impossible_answer must be True or False, got {handle_impossible_answer!r}")
+        self.handle_impossible_answer = handle_impossible_answer
+        self.max_question_len = int(manifest.get("max_question_len", 64))
+        if list(manifest.get("features", FEATURES)) != list(FEATURES):
+            raise InvalidInputError(f"model {manifest.name!r} was trained with features {manifest.get('features')}; "
+                                    f"this taskflow computes {list(FEATURES)}: upgrade taskflow or retrain")
+        self.vocab = Vocab.load(package.path("vocab.json"))
+        # Contexts of recent results, for render_html only (results do not carry their context).
+        self._contexts: OrderedDict = OrderedDict()
+        self._contexts_lock = threading.Lock()
+
+    # ---------------------------------------------------------------- model
+    def network_class(self) -> type:
+        from .model import ReaderNet
+
+        return ReaderNet
+
+    def input_specs(self):
+        width = self.max_seq_len + 1
+        return [InputSpec("context_ids", "int64", (self.batch_size, width)),
+                InputSpec("context_features", "float32", (self.batch_size, width, len(FEATURES))),
+                InputSpec("question_ids", "int64", (self.batch_size, self.max_question_len))]
+
+    # --------------------------------------------------------------- inputs
+    def as_items(self, inputs: Any) -> list[Any]:
+        if isinstance(inputs, Mapping) or _is_pair_of_texts(inputs):
+            return [inputs]
+        if isinstance(inputs, (str, bytes, bytearray)):
+            raise InputTypeError(f"reading_comprehension takes an item {_FORMS}, or a list of items; got a single "
+                                 f"{type(inputs).__name__} ({_shown(inputs)})")
+        if isinstance(inputs, Iterable):
+            return list(inputs)
+        raise InputTypeError(f"reading_comprehension takes an item {_FORMS}, or a list of items; "
+                             f"got {type(inputs).__name__} ({_shown(inputs)})")
+
+    def check_item(self, item: Any, index: int | None) -> Item:
+        where = f"item #{index}" if index is not None else "item"
+        if isinstance(item, Mapping):
+            missing = [key for key in self.input_fields if key not in item]
+            if missing:
+                raise InvalidInputError(
+                    f"{where} is a dict without {' and '.join(map(repr, missing))} (its keys: "
+                    f"{', '.join(map(repr, item)) or 'none'}); an item needs 'context' and 'question'", index)
+            context, question = item["context"], item["question"]
+        elif isinstance(item, (list, tuple)):
+            if len(item) != 2:
+                raise InvalidInputError(f"{where} must hold (context, question), got {len(item)} values "
+                                        f"({_shown(item)}); pass {_FORMS}", index)
+            context, question = item
+        else:
+            raise InputTypeError(f"{where} must be {_FORMS}, got {type(item).__name__} ({_shown(item)})", index)
+        return Item(check_text(context, index, what="'context' of item"),
+                    check_text(question, index, what="'question' of item"))
+
+    def split(self, item: Item) -> list[Window]:
+        prepared = prepare(item.context, item.question, self.vocab, self.max_question_len)
+        return [Window(prepared, a, b) for a, b in windows(len(item.context), self.max_seq_len, self.doc_stride)]
+
+    def unit_length(self, unit: Window) -> int:
+        return unit.end - unit.start
+
+    # --------------------------------------------------------------- stages
+    def preprocess(self, units):
+        return encode(units)
+
+    def postprocess(self, outputs, units):
+        p_start, p_end = np.asarray(outputs[0]), np.asarray(outputs[1])
+        results = []
+        for row, unit in enumerate(units):
+            spans, null = best_spans(p_start[row], p_end[row], unit.end - unit.start, self.max_answer_len,
+                                     max(self.top_k, 1))
+            results.append((unit.start, spans, null))
+        return results
+
+    def join(self, item: Item, results, units):
+        spans, null = merge(item.context, results, self.top_k)
+        answers = [{"question": item.question, "answer": item.context[s:e], "start": s, "end": e, "score": score}
+                   for s, e, score in spans]
+        if self.handle_impossible_answer or not answers:
+            empty = {"question": item.question, "answer": "", "start": 0, "end": 0,
+                     "score": null if self.handle_impossible_answer else 0.0}
+            answers = sorted(answers + [empty], key=lambda a: -a["score"])[: self.top_k]
+        for answer in answers:
+            self._remember(answer, item.context)
+        return answers[0] if self.top_k == 1 else answers
+
+    # -------------------------------------------------------------- display
+    def _remember(self, answer: dict, context: str) -> None:
+        key = (answer["question"], answer["answer"], answer["start"], answer["end"])
+        with self._contexts_lock:
+            self._contexts[key] = context
+            self._contexts.move_to_end(key)
+            while len(self._contexts) > 256:
+                self._contexts.popitem(last=False)
+
+    def render_html(self, results):
+        """Each question, then its answer(s) highlighted in the context (when the context is one of
+        the last few hundred this task saw; otherwise the answer alone)."""
+        from taskflow.display import html_spans
+
+        blocks = []
+        for result in results:
+            answers = result if isinstance(result, list) else [result]
+            if not answers:
+                continue
+            question = answers[0]["question"]
+            found = [a for a in answers if a["answer"]]
+            context = None
+            with self._contexts_lock:
+                for a in found or answers:
+                    candidate = self._contexts.get((a["question"], a["answer"], a["start"], a["end"]))
+                    if candidate is not None and candidate[a["start"]:a["end"]] == a["answer"]:
+                        context = candidate
+                        break
+            spans = [(a["start"], a["end"], f"#{rank} {a['score']:.2f}") for rank, a in enumerate(answers, 1)
+                     if a["answer"]]
+            head = f"<div style='font-weight:bold;margin-top:6px'>Q: {html.escape(question)}</div>"
+            if context is not None and all(context[s:e] == a["answer"] for (s, e, _), a in zip(spans, found)):
+                body = html_spans(context, spans)
+            else:
+                body = "<div>" + "; ".join(
+                    f"<mark>{html.escape(a['answer'])}</mark> ({a['score']:.2f})" if a["answer"]
+                    else f"<i>no answer</i> ({a['score']:.2f})" for a in answers) + "</div>"
+            if not found:
+                body += "<div><i>no answer</i></div>"
+            blocks.append(head + body)
+        return "<div style='font-family:sans-serif'>" + "".join(blocks) + "</div>"

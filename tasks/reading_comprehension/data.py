@@ -1,0 +1,318 @@
+"""What the reader sees: normalised text, words, match features, windows, spans.
+
+Pure Python and numpy (no Paddle, no jieba), shared by the task, the training
+recipe and the benchmarks, so training and inference prepare text the same way.
+
+* :func:`normalise`: half-width, ASCII lower-case, every whitespace char a
+  space; one char in, one char out, so offsets into the normalised text are
+  offsets into the caller's text.
+* :class:`Segmenter`: words by the most probable path through the word list
+  shipped in the package (jieba's DAG + unigram algorithm without its HMM);
+  jieba finds that list once, at training time, and is not needed to run.
+* :func:`prepare`: per context char, the features of the question it is read
+  against (:data:`FEATURES`): does the char, the char bigram / trigram around
+  it, or the word covering it occur in the question; where it sits in its word.
+* :func:`windows`: the (start, end) windows a long context is read in.
+* :func:`encode`: a batch of windows as the network's id and feature arrays;
+  each window gets a NULL position 0, the "no answer here" slot.
+* :func:`best_spans`: a window's best answer spans from the network's start /
+  end probabilities, and its null score.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import unicodedata
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from taskflow.text import q2b
+
+__all__ = ["PAD", "UNK", "NULL", "FEATURES", "normalise", "Segmenter", "Vocab", "Prepared", "prepare",
+           "segment_context", "windows", "merge", "encode", "best_spans"]
+
+PAD, UNK, NULL = 0, 1, 2
+MAX_WORD_LENGTH = 8
+# Per-char features, in column order.
+FEATURES = ("char_in_q", "bigram_left_in_q", "bigram_right_in_q", "trigram_left_in_q", "trigram_mid_in_q",
+            "trigram_right_in_q", "word_in_q", "word_B", "word_M", "word_E", "word_S", "punct")
+
+
+@functools.lru_cache(maxsize=1)
+def _table() -> dict[int, int]:
+    table = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}                   # full -> half width
+    table.update({code: code + 32 for code in range(ord("A"), ord("Z") + 1)})          # ASCII lower-case
+    table.update({code: code - 0xFEE0 + 32 for code in range(0xFF21, 0xFF3B)})         # Ａ -> a in one step
+    for code in range(0x10000):
+        if chr(code).isspace():
+            table[code] = 0x20
+    return table
+
+
+def normalise(text: str) -> str:
+    """Half-width, ASCII lower-case, whitespace as spaces; ``len`` is kept.
+
+    >>> normalise("ＡＢＣ\\n１２３")
+    'abc 123'
+    """
+    return q2b(text).translate(_table())
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_punct(char: str) -> bool:
+    return char == " " or unicodedata.category(char)[0] in "PSZ"
+
+
+class Segmenter:
+    """Most probable segmentation into words of a unigram word list.
+
+    Every single char is allowed (an unknown char costs the most), so any
+    text segments; ties go to the longer, earlier word.
+
+    >>> Segmenter({"密码": 5, "怎么": 4, "修改": 3}).cut("怎么修改密码")
+    ['怎么', '修改', '密码']
+    """
+
+    def __init__(self, counts: Mapping[str, int]):
+        total = float(sum(counts.values()) or 1)
+        self.logp = {w: math.log(c / total) for w, c in counts.items() if c > 0}
+        self.unknown = math.log(0.5 / total)
+        self.max_len = max([1, *(len(w) for w in self.logp)])
+
+    def cut(self, text: str) -> list[str]:
+        n = len(text)
+        best = [0.0] + [-math.inf] * n
+        start = [0] * (n + 1)
+        logp, unknown, max_len = self.logp, self.unknown, self.max_len
+        for end in range(1, n + 1):
+            for begin in range(max(0, end - max_len), end):
+                lp = logp.get(text[begin:end])
+                if lp is None:
+                    if end - begin != 1:
+                        continue
+                    lp = unknown
+                score = best[begin] + lp
+                if score > best[end]:
+                    best[end], start[end] = score, begin
+        words, end = [], n
+        while end > 0:
+            words.append(text[start[end]:end])
+            end = start[end]
+        return words[::-1]
+
+
+class Vocab:
+    """Char ids and the word list, as stored in ``vocab.json``:
+    ``{"chars": [...], "words": [[word, count], ...]}`` (char ids are positions; 0 pad, 1 unknown, 2 NULL)."""
+
+    def __init__(self, chars: Sequence[str], words: Sequence[tuple[str, int]]):
+        self.char_list = list(chars)
+        self.chars = {c: i for i, c in enumerate(self.char_list)}
+        self.segmenter = Segmenter({w: int(c) for w, c in words})
+        self._words = [[w, int(c)] for w, c in words]
+
+    @classmethod
+    def load(cls, path) -> "Vocab":
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+        return cls(data["chars"], [tuple(x) for x in data["words"]])
+
+    def save(self, path) -> None:
+        from taskflow.packages import atomic_write_text
+
+        atomic_write_text(path, json.dumps({"chars": self.char_list, "words": self._words}, ensure_ascii=False))
+
+    @classmethod
+    def build(cls, texts: Iterable[str], cut, *, min_char: int = 2, min_word: int = 2) -> "Vocab":
+        """Chars seen ``min_char`` times in the (normalised) ``texts``, and the words
+        ``cut`` (e.g. ``jieba.lcut``) finds there at least ``min_word`` times."""
+        from collections import Counter
+
+        chars, words = Counter(), Counter()
+        for text in texts:
+            chars.update(text)
+            words.update(w for w in cut(text) if 1 < len(w) <= MAX_WORD_LENGTH and not any(map(_is_punct, w)))
+        char_list = ["[PAD]", "[UNK]", "[NULL]"] + sorted(c for c, n in chars.items() if n >= min_char)
+        kept = sorted(((w, n) for w, n in words.items() if n >= min_word), key=lambda x: (-x[1], x[0]))
+        return cls(char_list, kept)
+
+    def ids(self, text: str) -> list[int]:
+        get = self.chars.get
+        return [get(c, UNK) for c in text]
+
+
+@dataclass
+class Prepared:
+    """A (normalised) context read against one question: char ids and per-char features."""
+
+    context: str              # normalised, same length as the caller's
+    char_ids: np.ndarray      # [len(context)] int64
+    features: np.ndarray      # [len(context), len(FEATURES)] float32
+    question_ids: np.ndarray  # [<= max_question_len] int64, at least one id
+
+
+def _word_features(words: list[str], n: int, question_words: set[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per char: is its word in the question, and its B/M/E/S position in the word."""
+    in_q = np.zeros(n, dtype=np.float32)
+    tags = np.zeros((n, 4), dtype=np.float32)
+    position = 0
+    for word in words:
+        end = position + len(word)
+        if word in question_words:
+            in_q[position:end] = 1.0
+        if len(word) == 1:
+            tags[position, 3] = 1.0
+        else:
+            tags[position, 0] = 1.0
+            tags[position + 1:end - 1, 1] = 1.0
+            tags[end - 1, 2] = 1.0
+        position = end
+    return in_q, tags
+
+
+def segment_context(context: str, vocab: Vocab) -> list[str]:
+    """The words of a (normalised) context, for :func:`prepare` to reuse across questions."""
+    return [w for piece in _pieces(context) for w in vocab.segmenter.cut(piece)]
+
+
+def prepare(context: str, question: str, vocab: Vocab, max_question_len: int = 64,
+            context_words: list[str] | None = None) -> Prepared:
+    """Ids and features of ``context`` (any length) read against ``question``;
+    ``context_words`` is :func:`segment_context` of the normalised context, if known."""
+    context, question = normalise(context), normalise(question)
+    question = "".join(question.split())[:max_question_len] or question[:max_question_len]
+    n = len(context)
+    punct = np.fromiter((_is_punct(c) for c in context), dtype=np.float32, count=n)
+    q_chars = {c for c in question if not _is_punct(c)}
+    q_bigrams = {question[i:i + 2] for i in range(len(question) - 1)}
+    q_trigrams = {question[i:i + 3] for i in range(len(question) - 2)}
+    features = np.zeros((n, len(FEATURES)), dtype=np.float32)
+    features[:, 0] = [c in q_chars for c in context]
+    if n > 1:
+        bigram = np.fromiter((context[i:i + 2] in q_bigrams for i in range(n - 1)), dtype=np.float32, count=n - 1)
+        features[1:, 1] = bigram     # c[i-1:i+1]
+        features[:-1, 2] = bigram    # c[i:i+2]
+    if n > 2:
+        trigram = np.fromiter((context[i:i + 3] in q_trigrams for i in range(n - 2)), dtype=np.float32, count=n - 2)
+        features[2:, 3] = trigram    # c[i-2:i+1]
+        features[1:-1, 4] = trigram  # c[i-1:i+2]
+        features[:-2, 5] = trigram   # c[i:i+3]
+    segment = vocab.segmenter.cut
+    # Multi-char words only: a one-char word in the question is already ``char_in_q``.
+    q_words = {w for w in segment(question) if len(w) > 1}
+    if context_words is None:
+        context_words = [w for piece in _pieces(context) for w in segment(piece)]
+    words = context_words
+    features[:, 6], features[:, 7:11] = _word_features(words, n, q_words)
+    features[:, 11] = punct
+    question_ids = np.asarray(vocab.ids(question) or [UNK], dtype=np.int64)
+    return Prepared(context, np.asarray(vocab.ids(context), dtype=np.int64), features, question_ids)
+
+
+def _pieces(text: str, size: int = 2000) -> list[str]:
+    """``text`` in pieces cut after a space or sentence end near every ``size`` chars (the
+    segmenter's cost is linear, this only keeps each call small)."""
+    out, start = [], 0
+    while len(text) - start > size:
+        cut = start + size
+        for stop in range(cut, max(start + size // 2, cut - 200), -1):
+            if text[stop - 1] in " 。！？；!?;":
+                cut = stop
+                break
+        out.append(text[start:cut])
+        start = cut
+    out.append(text[start:])
+    return out
+
+
+def windows(length: int, max_seq_len: int, doc_stride: int) -> list[tuple[int, int]]:
+    """``(start, end)`` windows of at most ``max_seq_len`` chars covering ``range(length)``,
+    each overlapping the previous by ``doc_stride`` chars (the last one ends at ``length``).
+
+    >>> windows(10, 4, 1)
+    [(0, 4), (3, 7), (6, 10)]
+    """
+    if length <= max_seq_len:
+        return [(0, length)]
+    step = max_seq_len - doc_stride
+    out, start = [], 0
+    while True:
+        if start + max_seq_len >= length:
+            out.append((max(0, length - max_seq_len), length))
+            return out
+        out.append((start, start + max_seq_len))
+        start += step
+
+
+def encode(units: Sequence[tuple[Prepared, int, int]]) -> dict[str, np.ndarray]:
+    """The network's feeds for windows ``(prepared, start, end)``.
+
+    ``context_ids`` [B, 1 + T]: NULL, then the window's char ids, 0-padded;
+    ``context_features`` [B, 1 + T, F]; ``question_ids`` [B, Q], 0-padded.
+    """
+    width = 1 + max(end - start for _, start, end in units)
+    q_width = max(len(p.question_ids) for p, _, _ in units)
+    context_ids = np.zeros((len(units), width), dtype=np.int64)
+    features = np.zeros((len(units), width, len(FEATURES)), dtype=np.float32)
+    question_ids = np.zeros((len(units), q_width), dtype=np.int64)
+    for row, (p, start, end) in enumerate(units):
+        context_ids[row, 0] = NULL
+        context_ids[row, 1:1 + end - start] = p.char_ids[start:end]
+        features[row, 1:1 + end - start] = p.features[start:end]
+        question_ids[row, :len(p.question_ids)] = p.question_ids
+    return {"context_ids": context_ids, "context_features": features, "question_ids": question_ids}
+
+
+def best_spans(p_start: np.ndarray, p_end: np.ndarray, length: int, max_answer_len: int,
+               top_k: int) -> tuple[list[tuple[int, int, float]], float]:
+    """A window's ``top_k`` spans ``(start, end, score)`` (window offsets, end exclusive,
+    ``end - start <= max_answer_len``) by ``p_start[start] * p_end[end - 1]``, best first,
+    and its null score ``p_start[0] * p_end[0]``.  The probabilities include the NULL
+    position 0, so window char ``i`` is at ``i + 1``."""
+    null = float(p_start[0] * p_end[0])
+    if length == 0:
+        return [], null
+    ps = np.asarray(p_start[1:1 + length], dtype=np.float64)
+    pe = np.asarray(p_end[1:1 + length], dtype=np.float64)
+    span = min(max_answer_len, length)
+    # scores[i, j]: start i, end i + j (inclusive); ends past the window are -1.
+    scores = np.full((length, span), -1.0)
+    for j in range(span):
+        scores[: length - j, j] = ps[: length - j] * pe[j:]
+    k = min(top_k, scores.size)
+    flat = np.argpartition(-scores.ravel(), k - 1)[:k]
+    flat = flat[np.argsort(-scores.ravel()[flat], kind="stable")]
+    out = []
+    for index in flat:
+        i, j = divmod(int(index), span)
+        if scores[i, j] >= 0:
+            out.append((i, i + j + 1, float(scores[i, j])))
+    return out, null
+
+
+def merge(context: str, per_window: Sequence[tuple[int, list[tuple[int, int, float]], float]],
+          top_k: int) -> tuple[list[tuple[int, int, float]], float]:
+    """One item's ``top_k`` answers ``(start, end, score)`` in ``context`` offsets, best first,
+    and its null score, from each window's ``(window_start, spans, null_score)``.
+
+    The same span found by overlapping windows counts once, with its best score;
+    whitespace at a span's ends is trimmed off.  The item's null score is the
+    lowest over its windows: the window most sure it holds an answer decides.
+    """
+    candidates: dict[tuple[int, int], float] = {}
+    for offset, spans, _ in per_window:
+        for start, end, score in spans:
+            start, end = start + offset, end + offset
+            while start < end and context[start].isspace():
+                start += 1
+            while end > start and context[end - 1].isspace():
+                end -= 1
+            if start < end and score > candidates.get((start, end), -1.0):
+                candidates[(start, end)] = score
+    null = min((n for _, _, n in per_window), default=1.0)
+    ranked = sorted(candidates.items(), key=lambda kv: (-kv[1], kv[0]))[:top_k]
+    return [(s, e, score) for (s, e), score in ranked], null

@@ -1,0 +1,421 @@
+"""Recipe: CMRC 2018 train -> DrQA-style char reader -> model package.
+
+    OMP_NUM_THREADS=2 taskflow train reading_comprehension --data-dir ../shared/data/mrc/cmrc2018 \\
+        --out resources/reading_comprehension/drqa_char --minutes 40
+
+Data (SQuAD-format JSON; CMRC 2018, Cui et al., EMNLP 2019, CC BY-SA 4.0):
+
+* training: ``train.json`` (10,142 questions);
+* model selection (the epoch): ``trial.json`` (1,002 questions);
+* report only: ``dev.json`` (3,219 questions), never trained or selected on.
+
+Each training example is a window of ``--window`` chars of its context with
+a random offset that keeps the answer inside; with probability
+``--neg-rate`` the example also yields a window of the same context without
+the answer, whose target is the NULL position.  Windows are re-drawn every
+epoch.  Selection and report figures run the task's own inference (sliding
+windows of ``--max-seq-len`` chars, ``--doc-stride`` overlap, spans merged
+across windows) and CMRC 2018's official scoring (``metrics.py``).
+
+``--minutes`` is a wall-clock budget for the training loop: after a few
+steps the recipe measures its speed and fits the steps (and the learning-rate
+schedule) into it.  ``--no-features`` / ``--no-align`` train the ablations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .data import FEATURES, Vocab, encode, merge, normalise, prepare, segment_context, windows, best_spans
+from .metrics import evaluate
+
+SOURCE = ("CMRC 2018 (Yiming Cui et al., A Span-Extraction Dataset for Chinese Machine Reading Comprehension, "
+          "EMNLP-IJCNLP 2019), CC BY-SA 4.0; github.com/ymcui/cmrc2018")
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="taskflow train reading_comprehension", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", help="folder with train.json, trial.json, dev.json (CMRC 2018)")
+    parser.add_argument("--train", help="default: DATA_DIR/train.json")
+    parser.add_argument("--selection", help="default: DATA_DIR/trial.json")
+    parser.add_argument("--report", help="default: DATA_DIR/dev.json ('' to skip)")
+    parser.add_argument("--out", required=True, help="where to write the model package")
+    parser.add_argument("--name", default="drqa_char")
+    parser.add_argument("--version", default="1.0.0")
+    parser.add_argument("--char-dim", type=int, default=128)
+    parser.add_argument("--hidden", type=int, default=96)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--question-layers", type=int, default=1)
+    parser.add_argument("--dropout", type=float, default=0.2)
+    parser.add_argument("--no-features", action="store_true", help="ablation: no match / word features")
+    parser.add_argument("--no-align", action="store_true", help="ablation: no aligned question embedding")
+    parser.add_argument("--pretrain-files", nargs="*", default=[],
+                        help="raw text files whose chars (with the training texts) pre-train the char vectors")
+    parser.add_argument("--no-pretrain", action="store_true", help="random char vectors")
+    parser.add_argument("--min-char", type=int, default=2)
+    parser.add_argument("--min-word", type=int, default=2)
+    parser.add_argument("--window", type=int, default=256, help="training window, chars")
+    parser.add_argument("--neg-rate", type=float, default=0.3, help="share of examples that add a no-answer window")
+    parser.add_argument("--max-seq-len", type=int, default=512, help="inference window (stored in the manifest)")
+    parser.add_argument("--doc-stride", type=int, default=128, help="inference window overlap")
+    parser.add_argument("--max-answer-len", type=int, default=64)
+    parser.add_argument("--max-question-len", type=int, default=64)
+    parser.add_argument("--max-train", type=int, help="train on the first N questions (quick comparisons)")
+    parser.add_argument("--epochs", type=float, default=8.0)
+    parser.add_argument("--minutes", type=float, help="wall-clock budget for the training loop")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--evals", type=int, default=8, help="selection evaluations over the run")
+    parser.add_argument("--seed", type=int, default=1234)
+    return parser.parse_args(argv)
+
+
+# ---------------------------------------------------------------------- data
+
+def read_squad(path) -> list[dict]:
+    """Questions of a SQuAD-format file: ``{id, context, question, answers: [str], start}``."""
+    with open(path, encoding="utf-8") as handle:
+        data = json.load(handle)["data"]
+    out = []
+    for article in data:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                answers = [a["text"] for a in qa["answers"]]
+                out.append({"id": qa["id"], "context": paragraph["context"], "question": qa["question"],
+                            "answers": answers, "start": qa["answers"][0]["answer_start"] if answers else -1})
+    return out
+
+
+class Examples:
+    """Questions with their prepared contexts (features computed once, windows drawn per epoch)."""
+
+    def __init__(self, rows: list[dict], vocab: Vocab, max_question_len: int, words_cache: dict):
+        self.rows = rows
+        self.prepared = []
+        for row in rows:
+            context = normalise(row["context"])
+            if context not in words_cache:
+                words_cache[context] = segment_context(context, vocab)
+            self.prepared.append(prepare(row["context"], row["question"], vocab, max_question_len,
+                                         context_words=words_cache[context]))
+
+
+def training_windows(examples: Examples, window: int, neg_rate: float, rng: random.Random):
+    """``(prepared, start, end, target_start, target_end)`` for one epoch; targets index the
+    network's positions (0 = NULL, window char i at i + 1)."""
+    out = []
+    for row, p in zip(examples.rows, examples.prepared):
+        s = row["start"]
+        e = s + len(row["answers"][0])
+        n = len(p.context)
+        if s < 0 or e - s > window:
+            continue
+        if n <= window:
+            out.append((p, 0, n, s + 1, e))
+            continue
+        offset = rng.randint(max(0, e - window), min(s, n - window))
+        out.append((p, offset, offset + window, s - offset + 1, e - offset))
+        if rng.random() < neg_rate:
+            choices = []
+            if s >= window:
+                choices.append(rng.randint(0, s - window))
+            if n - e >= window:
+                choices.append(rng.randint(e, n - window))
+            if choices:
+                offset = rng.choice(choices)
+                out.append((p, offset, offset + window, 0, 0))
+    return out
+
+
+def batches(items, batch_size: int, rng: random.Random):
+    """Batches of similar window lengths, in random order."""
+    index = list(range(len(items)))
+    rng.shuffle(index)
+    out, pool = [], batch_size * 50
+    for start in range(0, len(index), pool):
+        chunk = sorted(index[start:start + pool], key=lambda k: items[k][2] - items[k][1])
+        out += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+    rng.shuffle(out)
+    return out
+
+
+# --------------------------------------------------------- char embeddings
+
+def read_plain_texts(paths) -> list[str]:
+    """Lines of raw text files for embedding pre-training (``word/tag`` tags and whitespace removed)."""
+    import re
+
+    tag = re.compile(r"/[A-Za-z]+(?=\s|$)")
+    out = []
+    for path in paths:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                line = "".join(tag.sub("", line).split())
+                if line:
+                    out.append(normalise(line))
+    return out
+
+
+def char_vectors(texts, vocab: Vocab, dim: int, window: int = 3, seed: int = 0) -> np.ndarray:
+    """Char vectors [V, dim] from the SVD of the shifted positive PMI matrix of char
+    co-occurrences within ``window`` (Levy & Goldberg 2014: what skip-gram factorises),
+    rows scaled to unit length; pad, unknown and NULL rows are zero."""
+    from sklearn.utils.extmath import randomized_svd
+
+    size = len(vocab.char_list)
+    counts = np.zeros(size * size, dtype=np.float64)
+    gap = [0] * window    # pads between texts: no pair crosses from one text into the next
+    ids = np.asarray([i for text in texts for i in vocab.ids(text) + gap], dtype=np.int64)
+    for d in range(1, window + 1):
+        a, b = ids[:-d], ids[d:]
+        keep = (a > 2) & (b > 2)
+        counts += np.bincount(a[keep] * size + b[keep], minlength=size * size) / d
+    matrix = counts.reshape(size, size)
+    matrix = matrix + matrix.T
+    total = matrix.sum()
+    row = matrix.sum(axis=1, keepdims=True)
+    col = matrix.sum(axis=0, keepdims=True) ** 0.75          # context distribution smoothing
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pmi = np.log(matrix * (col.sum() / total) / (row * col / total))
+    pmi = np.nan_to_num(np.maximum(pmi, 0.0), posinf=0.0).astype(np.float32)
+    u, sigma, _ = randomized_svd(pmi, n_components=dim, random_state=seed)
+    vectors = u * np.sqrt(sigma)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors = np.where(norms > 0, vectors / np.maximum(norms, 1e-8), 0.0)
+    vectors[:3] = 0.0
+    return vectors.astype(np.float32)
+
+
+# ---------------------------------------------------------------- inference
+
+def predict(network, examples: Examples, max_seq_len: int, doc_stride: int, max_answer_len: int,
+            batch_size: int = 64) -> list[str]:
+    """The best answer of each question, by the task's own windowing and merging (dynamic graph)."""
+    import paddle
+
+    units = [(i, p, a, b) for i, p in enumerate(examples.prepared)
+             for a, b in windows(len(p.context), max_seq_len, doc_stride)]
+    units.sort(key=lambda u: u[3] - u[2])
+    per_item: list[list] = [[] for _ in examples.prepared]
+    was_training = network.training
+    network.eval()
+    with paddle.no_grad():
+        for start in range(0, len(units), batch_size):
+            batch = units[start:start + batch_size]
+            feeds = encode([(p, a, b) for _, p, a, b in batch])
+            p_start, p_end = network(*[paddle.to_tensor(feeds[k]) for k in
+                                       ("context_ids", "context_features", "question_ids")])
+            p_start, p_end = p_start.numpy(), p_end.numpy()
+            for row, (i, _, a, b) in enumerate(batch):
+                spans, null = best_spans(p_start[row], p_end[row], b - a, max_answer_len, 1)
+                per_item[i].append((a, spans, null))
+    if was_training:
+        network.train()
+    answers = []
+    for row, p, found in zip(examples.rows, examples.prepared, per_item):
+        best, _ = merge(p.context, found, 1)
+        answers.append(row["context"][best[0][0]:best[0][1]] if best else "")
+    return answers
+
+
+def score(network, examples: Examples, args) -> dict:
+    predictions = predict(network, examples, args.max_seq_len, args.doc_stride, args.max_answer_len)
+    return evaluate([r["answers"] for r in examples.rows], predictions)
+
+
+# ------------------------------------------------------------------ training
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    # MKL picks slow generic kernels on AMD CPUs unless told otherwise; read when Paddle loads.
+    if "paddle" not in sys.modules:
+        os.environ.setdefault("MKL_DEBUG_CPU_TYPE", "5")
+    import paddle
+    import paddle.nn.functional as F
+
+    from taskflow.packages import write_package
+    from taskflow.predictor import load_weights, save_weights
+
+    from .model import ReaderNet
+
+    started = time.time()
+    rng = random.Random(args.seed)
+    paddle.seed(args.seed)
+    np.random.seed(args.seed)
+
+    def path(given, default):
+        if given is not None:
+            return Path(given) if given else None
+        if not args.data_dir:
+            raise SystemExit(f"give --data-dir or the file itself (missing {default})")
+        return Path(args.data_dir) / default
+
+    files = {"train": path(args.train, "train.json"), "selection": path(args.selection, "trial.json"),
+             "report": path(args.report, "dev.json")}
+    train_rows = read_squad(files["train"])
+    if args.max_train:
+        train_rows = train_rows[: args.max_train]
+    selection_rows = read_squad(files["selection"])
+    report_rows = read_squad(files["report"]) if files["report"] else []
+    log(f"{len(train_rows)} training, {len(selection_rows)} selection, {len(report_rows)} report questions")
+
+    try:
+        import jieba
+    except ImportError:
+        raise SystemExit("the recipe finds its word list with jieba: pip install jieba") from None
+    jieba.setLogLevel(60)
+    texts = list(dict.fromkeys(normalise(t) for r in train_rows for t in (r["context"], r["question"])))
+    vocab = Vocab.build(texts, lambda text: jieba.lcut(text, HMM=True), min_char=args.min_char, min_word=args.min_word)
+    log(f"vocabulary: {len(vocab.char_list)} chars, {len(vocab.segmenter.logp)} words ({time.time() - started:.0f}s)")
+
+    words_cache: dict = {}
+    train = Examples(train_rows, vocab, args.max_question_len, words_cache)
+    selection = Examples(selection_rows, vocab, args.max_question_len, words_cache)
+    log(f"prepared features in {time.time() - started:.0f}s")
+
+    architecture = {"vocab_size": len(vocab.char_list), "num_features": len(FEATURES), "char_dim": args.char_dim,
+                    "hidden_size": args.hidden, "num_layers": args.layers, "question_layers": args.question_layers,
+                    "dropout": args.dropout, "align": not args.no_align, "use_features": not args.no_features}
+    network = ReaderNet(**architecture)
+    pretrain = None
+    if not args.no_pretrain:
+        t = time.time()
+        corpus = texts + read_plain_texts(args.pretrain_files)
+        vectors = char_vectors(corpus, vocab, args.char_dim, seed=args.seed)
+        network.embed.weight.set_value(vectors)
+        pretrain = {"method": "SVD of shifted PPMI char co-occurrences, window 3, unit rows",
+                    "files": [str(f) for f in args.pretrain_files] + ["training contexts and questions"],
+                    "chars": sum(len(t) for t in corpus)}
+        log(f"char vectors from {pretrain['chars']:,} chars in {time.time() - t:.0f}s")
+    network.train()
+    params = sum(int(np.prod(p.shape)) for p in network.parameters())
+    log(f"{params:,} parameters")
+
+    epoch_size = len(training_windows(train, args.window, args.neg_rate, random.Random(0)))
+    steps_per_epoch = -(-epoch_size // args.batch_size)
+    planned = max(1, int(args.epochs * steps_per_epoch))
+    lr_state = {"total": planned}
+
+    def lr_at(step):
+        if step < args.warmup:
+            return args.lr * (step + 1) / args.warmup
+        return args.lr * max(0.02, 1 - (step - args.warmup) / max(1, lr_state["total"] - args.warmup))
+
+    optimizer = paddle.optimizer.Adamax(learning_rate=args.lr, parameters=network.parameters(),
+                                        grad_clip=paddle.nn.ClipGradByGlobalNorm(10.0))
+    history, best = [], {"f1": -1.0, "step": 0}
+
+    def run_selection(step):
+        t = time.time()
+        result = score(network, selection, args)
+        history.append({"step": step, "epoch": round(step / steps_per_epoch, 2), **result})
+        if result["f1"] > best["f1"]:
+            best.update(f1=result["f1"], em=result["em"], step=step,
+                        state={k: v.numpy().copy() for k, v in network.state_dict().items()})
+        log(f"step {step} (epoch {step / steps_per_epoch:.2f}): selection F1 {result['f1']:.2f} EM {result['em']:.2f}"
+            f"{' *' if best['step'] == step else ''} ({time.time() - t:.0f}s)")
+        return time.time() - t
+
+    names = ("context_ids", "context_features", "question_ids")
+    step, loop_start, eval_seconds = 0, time.time(), 0.0
+    eval_every = max(1, planned // args.evals)
+    done = False
+    while not done:
+        items = training_windows(train, args.window, args.neg_rate, rng)
+        for index in batches(items, args.batch_size, rng):
+            optimizer.set_lr(lr_at(step))
+            batch = [items[k] for k in index]
+            feeds = encode([(p, a, b) for p, a, b, _, _ in batch])
+            start_logits, end_logits = network.logits(*[paddle.to_tensor(feeds[k]) for k in names])
+            starts = paddle.to_tensor(np.array([x[3] for x in batch], dtype=np.int64))
+            ends = paddle.to_tensor(np.array([x[4] for x in batch], dtype=np.int64))
+            loss = F.cross_entropy(start_logits, starts) + F.cross_entropy(end_logits, ends)
+            loss.backward()
+            optimizer.step()
+            optimizer.clear_grad()
+            step += 1
+            if args.minutes and (step == 30 or (step > 30 and step % 100 == 0)):
+                elapsed = time.time() - loop_start
+                per_step = (elapsed - eval_seconds) / step
+                evals_left = max(1, args.evals - len(history))
+                eval_cost = (eval_seconds / len(history) if history else 40.0) * evals_left
+                fit = step + int((args.minutes * 60 - elapsed - eval_cost) / per_step)
+                previous = lr_state["total"]
+                lr_state["total"] = max(step + 1, min(planned, fit))
+                if step == 30:
+                    eval_every = max(1, lr_state["total"] // args.evals)
+                if step == 30 or abs(lr_state["total"] - previous) > 20:
+                    log(f"{per_step:.3f}s/step: {lr_state['total']} steps "
+                        f"({lr_state['total'] / steps_per_epoch:.2f} epochs) fit in {args.minutes:g} min")
+            if step % 50 == 0:
+                log(f"step {step}/{lr_state['total']} loss {float(loss):.3f} lr {lr_at(step):.2e}")
+            if step % eval_every == 0 or step >= lr_state["total"]:
+                eval_seconds += run_selection(step)
+            if step >= lr_state["total"]:
+                done = True
+                break
+    train_minutes = (time.time() - loop_start) / 60
+    log(f"trained {step} steps in {train_minutes:.1f} min; best step {best['step']} (selection F1 {best['f1']:.2f})")
+
+    network.set_state_dict({k: paddle.to_tensor(v) for k, v in best["state"].items()})
+    network.eval()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        # Evaluate exactly what ships: weights with a float16 embedding table.
+        save_weights(network, tmp / "weights.npz", float16=lambda name: name.startswith("embed."))
+        load_weights(network, tmp / "weights.npz")
+        network.eval()
+        metrics = {"selection": {"file": files["selection"].name, **score(network, selection, args)}}
+        if report_rows:
+            report = Examples(report_rows, vocab, args.max_question_len, words_cache)
+            metrics["report"] = {"file": files["report"].name, **score(network, report, args)}
+        log("metrics: " + json.dumps(metrics))
+        vocab.save(tmp / "vocab.json")
+        manifest = write_package(args.out, {
+            "task": "reading_comprehension",
+            "name": args.name,
+            "version": args.version,
+            "description": "DrQA-style char reader (BiGRU, aligned question embedding, exact-match and word "
+                           "features, NULL position for no-answer windows), trained from scratch on CMRC 2018",
+            "architecture": architecture,
+            "features": list(FEATURES),
+            "max_seq_len": args.max_seq_len,
+            "doc_stride": args.doc_stride,
+            "max_answer_len": args.max_answer_len,
+            "max_question_len": args.max_question_len,
+            "training": {
+                "train_file": str(files["train"]), "selection_file": str(files["selection"]),
+                "questions": len(train_rows), "source": SOURCE, "char_vectors": pretrain, "window": args.window, "neg_rate": args.neg_rate,
+                "vocab": {"chars": len(vocab.char_list), "words": len(vocab.segmenter.logp),
+                          "min_char": args.min_char, "min_word": args.min_word,
+                          "segmenter": "word list from jieba (HMM) over the training texts, max-probability path"},
+                "optimizer": {"name": "Adamax", "lr": args.lr, "warmup": args.warmup, "schedule": "linear decay",
+                              "batch_size": args.batch_size, "grad_clip": 10.0, "seed": args.seed},
+                "steps": step, "best_step": best["step"], "epochs": round(step / steps_per_epoch, 2),
+                "train_minutes": round(train_minutes, 1), "history": history,
+            },
+            "metrics": metrics,
+            "framework": {"paddlepaddle": paddle.__version__, "numpy": np.__version__},
+        }, {"weights.npz": tmp / "weights.npz", "vocab.json": tmp / "vocab.json"})
+    size = sum(entry["size"] for entry in manifest.files.values())
+    log(f"wrote {args.out} ({size / 1e6:.1f} MB) in {(time.time() - started) / 60:.1f} min")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
