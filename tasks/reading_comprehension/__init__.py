@@ -45,18 +45,13 @@ import numpy as np
 from taskflow.errors import InputTypeError, InvalidInputError
 from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
-from taskflow.task import Task, check_text
+from taskflow.task import Task, check_text, shown
 
 from .data import FEATURES, Prepared, Vocab, best_spans, encode, merge, prepare, windows
 
 __all__ = ["ReadingComprehensionTask"]
 
 _FORMS = "{'context': ..., 'question': ...} or (context, question)"
-
-
-def _shown(value: Any) -> str:
-    shown = repr(value)
-    return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
 def _is_pair_of_texts(value: Any) -> bool:
@@ -146,11 +141,11 @@ class ReadingComprehensionTask(Task):
             return [inputs]
         if isinstance(inputs, (str, bytes, bytearray)):
             raise InputTypeError(f"reading_comprehension takes an item {_FORMS}, or a list of items; got a single "
-                                 f"{type(inputs).__name__} ({_shown(inputs)})")
+                                 f"{type(inputs).__name__} ({shown(inputs)})")
         if isinstance(inputs, Iterable):
             return list(inputs)
         raise InputTypeError(f"reading_comprehension takes an item {_FORMS}, or a list of items; "
-                             f"got {type(inputs).__name__} ({_shown(inputs)})")
+                             f"got {type(inputs).__name__} ({shown(inputs)})")
 
     def check_item(self, item: Any, index: int | None) -> Item:
         where = f"item #{index}" if index is not None else "item"
@@ -164,10 +159,10 @@ class ReadingComprehensionTask(Task):
         elif isinstance(item, (list, tuple)):
             if len(item) != 2:
                 raise InvalidInputError(f"{where} must hold (context, question), got {len(item)} values "
-                                        f"({_shown(item)}); pass {_FORMS}", index)
+                                        f"({shown(item)}); pass {_FORMS}", index)
             context, question = item
         else:
-            raise InputTypeError(f"{where} must be {_FORMS}, got {type(item).__name__} ({_shown(item)})", index)
+            raise InputTypeError(f"{where} must be {_FORMS}, got {type(item).__name__} ({shown(item)})", index)
         return Item(check_text(context, index, what="'context' of item"),
                     check_text(question, index, what="'question' of item"))
 

@@ -6,9 +6,9 @@ recipe and the benchmarks, so training and inference prepare text the same way.
 * :func:`normalise`: half-width, ASCII lower-case, every whitespace char a
   space; one char in, one char out, so offsets into the normalised text are
   offsets into the caller's text.
-* :class:`Segmenter`: words by the most probable path through the word list
-  shipped in the package (jieba's DAG + unigram algorithm without its HMM);
-  jieba finds that list once, at training time, and is not needed to run.
+* words: :class:`taskflow.text.Segmenter`, the most probable path through the
+  word list shipped in the package (jieba's DAG + unigram algorithm without its
+  HMM); jieba finds that list once, at training time, and is not needed to run.
 * :func:`prepare`: per context char, the features of the question it is read
   against (:data:`FEATURES`): does the char, the char bigram / trigram around
   it, or the word covering it occur in the question; where it sits in its word.
@@ -23,16 +23,15 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import unicodedata
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
-from taskflow.text import q2b
+from taskflow.text import Segmenter, q2b
 
-__all__ = ["PAD", "UNK", "NULL", "FEATURES", "normalise", "Segmenter", "Vocab", "Prepared", "prepare",
+__all__ = ["PAD", "UNK", "NULL", "FEATURES", "normalise", "Vocab", "Prepared", "prepare",
            "segment_context", "windows", "merge", "encode", "best_spans"]
 
 PAD, UNK, NULL = 0, 1, 2
@@ -65,44 +64,6 @@ def normalise(text: str) -> str:
 @functools.lru_cache(maxsize=4096)
 def _is_punct(char: str) -> bool:
     return char == " " or unicodedata.category(char)[0] in "PSZ"
-
-
-class Segmenter:
-    """Most probable segmentation into words of a unigram word list.
-
-    Every single char is allowed (an unknown char costs the most), so any
-    text segments; ties go to the longer, earlier word.
-
-    >>> Segmenter({"密码": 5, "怎么": 4, "修改": 3}).cut("怎么修改密码")
-    ['怎么', '修改', '密码']
-    """
-
-    def __init__(self, counts: Mapping[str, int]):
-        total = float(sum(counts.values()) or 1)
-        self.logp = {w: math.log(c / total) for w, c in counts.items() if c > 0}
-        self.unknown = math.log(0.5 / total)
-        self.max_len = max([1, *(len(w) for w in self.logp)])
-
-    def cut(self, text: str) -> list[str]:
-        n = len(text)
-        best = [0.0] + [-math.inf] * n
-        start = [0] * (n + 1)
-        logp, unknown, max_len = self.logp, self.unknown, self.max_len
-        for end in range(1, n + 1):
-            for begin in range(max(0, end - max_len), end):
-                lp = logp.get(text[begin:end])
-                if lp is None:
-                    if end - begin != 1:
-                        continue
-                    lp = unknown
-                score = best[begin] + lp
-                if score > best[end]:
-                    best[end], start[end] = score, begin
-        words, end = [], n
-        while end > 0:
-            words.append(text[start[end]:end])
-            end = start[end]
-        return words[::-1]
 
 
 class Vocab:
