@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -102,7 +103,8 @@ class Taskflow:
     def __call__(self, inputs: Any) -> Results:
         """Results for ``inputs`` (one item or a list of items): a list with one
         result per item, in input order (it renders as HTML in notebooks)."""
-        return Results(self.task(inputs), render=self.task.render_html)
+        items = self.task.check_items(inputs)
+        return Results(self.task.run_items(items), render=functools.partial(self.task.render_html, items=items))
 
     def stream(self, items: Iterable[Any], *, chunk_size: int | None = None) -> Iterator[Any]:
         """Results for any iterable of items, lazily and in order, a chunk at a time.

@@ -178,8 +178,9 @@ class Task:
     def postprocess(self, outputs: list[np.ndarray], units: list[Any]) -> list[Any]:
         raise NotImplementedError
 
-    def render_html(self, results: list[Any]) -> str:
-        """How a notebook shows a list of results (default: a table of their fields)."""
+    def render_html(self, results: list[Any], items: list[Any]) -> str:
+        """How a notebook shows a list of results, given the checked items they answer
+        (default: a table of the results' fields)."""
         from .display import html_table
 
         return html_table([r if isinstance(r, dict) else {"result": r} for r in results])
@@ -196,9 +197,12 @@ class Task:
             + ("; decode bytes first, e.g. value.decode('utf-8')" if isinstance(inputs, (bytes, bytearray)) else "")
         )
 
+    def check_items(self, inputs: Any) -> list[Any]:
+        """The caller's input as checked items; a bad one raises a typed error naming its index."""
+        return [self.check_item(item, i) for i, item in enumerate(self.as_items(inputs))]
+
     def __call__(self, inputs: Any) -> list[Any]:
-        items = [self.check_item(item, i) for i, item in enumerate(self.as_items(inputs))]
-        return self.run_items(items)
+        return self.run_items(self.check_items(inputs))
 
     def run_items(self, items: list[Any]) -> list[Any]:
         """Results for already-checked items, one per item, in order."""

@@ -212,7 +212,7 @@ def test_own_term_tree_replaces_the_shipped_one(tiny_km, tmp_path):
 
 
 def test_render_html_escapes(wordtag):
-    html = wordtag.task.render_html(wordtag(["<b>红楼梦</b>"]))
+    html = wordtag(["<b>红楼梦</b>"])._repr_html_()
     assert "<b>" not in html and "&lt;" in html and "&gt;" in html
 
 

@@ -1,6 +1,8 @@
 """reading_comprehension: input forms, offsets, windows, null answers, top_k, errors, scoring."""
 
+import html
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -210,6 +212,10 @@ def test_render_html_highlights_the_answer_and_escapes(flow):
     results = flow({"context": context, "question": "<i>哪里</i>"})
     page = results._repr_html_()
     assert "<b>杭州" not in page and "&lt;i&gt;哪里" in page and "<mark" in page
+    answer = results[0]
+    assert f">{html.escape(answer['answer'])}<sub" in page or answer["answer"] == ""
+    text = html.unescape(re.sub(r"<[^>]+>", "", re.sub(r"<sub[^>]*>.*?</sub>", "", page)))
+    assert context in text, "the whole context is shown"
 
 
 def test_cli_takes_context_and_question(tiny, capsys):

@@ -317,7 +317,7 @@ class KnowledgeMiningTask(TextTask):
             out.append(entry)
         return {"text": text, "items": out}
 
-    def render_html(self, results):
+    def render_html(self, results, items):
         from taskflow.display import html_spans
 
         labels: list[str] = []
@@ -371,7 +371,7 @@ class AccurateNERTask(KnowledgeMiningTask):
         pairs = [(text[s:e], label) for s, e, label, _ in items if not self.entity_only or label in self.entity_labels]
         return {"text": text, "entities": entities, "words": pairs}
 
-    def render_html(self, results):
+    def render_html(self, results, items):
         from taskflow.display import html_spans
 
         labels: list[str] = []

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 import tempfile
 import time
 import zlib
@@ -39,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from taskflow.tasks.lexical_analysis import normalize
+from taskflow.training import log
 
 from .categories import NOUN_CLASSES, termid
 from .classifier import feature_ids
@@ -68,10 +68,6 @@ NOUN_SUFFIXES = [   # weak labels for jieba's common nouns, longest suffix first
 ]
 CLUENER_WEIGHT = 10 ** 8   # hand-annotated in context: ranks above any THUOCL document frequency (max 1.3e7)
 NOT_PERSON = set("国家 大家 人家 自家 厂家 东家 娘家 老家 全家 成长 增长 生长 延长 擅长 专长".split())
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def held_out(term: str) -> bool:

@@ -177,7 +177,7 @@ class LexicalAnalysisTask(TextTask):
     def format_result(self, text: str, words: list[tuple[int, int, str]]) -> Any:
         return {"text": text, "segs": [text[s:e] for s, e, _ in words], "tags": [t for _, _, t in words]}
 
-    def render_html(self, results):
+    def render_html(self, results, items):
         from taskflow.display import html_spans
 
         labels: list[str] = []
@@ -280,7 +280,7 @@ class NERTask(LexicalAnalysisTask):
         pairs = [(text[s:e], t) for s, e, t in words if not self.entity_only or t in self.entity_labels]
         return {"text": text, "entities": entities, "words": pairs}
 
-    def render_html(self, results):
+    def render_html(self, results, items):
         from taskflow.display import html_spans
 
         labels: list[str] = []

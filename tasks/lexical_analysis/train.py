@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from taskflow.training import log
+
 from . import BOS, EOS, encode, normalize
 from .data import (LAC_TAGS, LAC_TO_COARSE, UPOS_TO_COARSE, JIEBA_TO_LAC, Lexicon, derive_sentence, is_punctuation,
                    read_bio_file, read_conll, read_word_tag_file, tag_counts)
@@ -36,10 +38,6 @@ from .data import (LAC_TAGS, LAC_TO_COARSE, UPOS_TO_COARSE, JIEBA_TO_LAC, Lexico
 LABELS = [f"{tag}-{part}" for tag in LAC_TAGS for part in "BI"]
 LABEL_ID = {label: i for i, label in enumerate(LABELS)}
 _SPLIT_AFTER = set("，。；！？：,;!?:、")
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 # ------------------------------------------------------------------- examples

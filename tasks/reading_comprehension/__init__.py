@@ -35,8 +35,6 @@ the empty answer takes its place in the ranked list by the same score.
 from __future__ import annotations
 
 import html
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -119,9 +117,6 @@ class ReadingComprehensionTask(Task):
             raise InvalidInputError(f"model {manifest.name!r} was trained with features {manifest.get('features')}; "
                                     f"this taskflow computes {list(FEATURES)}: upgrade taskflow or retrain")
         self.vocab = Vocab.load(package.path("vocab.json"))
-        # Contexts of recent results, for render_html only (results do not carry their context).
-        self._contexts: OrderedDict = OrderedDict()
-        self._contexts_lock = threading.Lock()
 
     # ---------------------------------------------------------------- model
     def network_class(self) -> type:
@@ -194,48 +189,20 @@ class ReadingComprehensionTask(Task):
             empty = {"question": item.question, "answer": "", "start": 0, "end": 0,
                      "score": null if self.handle_impossible_answer else 0.0}
             answers = sorted(answers + [empty], key=lambda a: -a["score"])[: self.top_k]
-        for answer in answers:
-            self._remember(answer, item.context)
         return answers[0] if self.top_k == 1 else answers
 
     # -------------------------------------------------------------- display
-    def _remember(self, answer: dict, context: str) -> None:
-        key = (answer["question"], answer["answer"], answer["start"], answer["end"])
-        with self._contexts_lock:
-            self._contexts[key] = context
-            self._contexts.move_to_end(key)
-            while len(self._contexts) > 256:
-                self._contexts.popitem(last=False)
-
-    def render_html(self, results):
-        """Each question, then its answer(s) highlighted in the context (when the context is one of
-        the last few hundred this task saw; otherwise the answer alone)."""
+    def render_html(self, results, items):
+        """Each question, then its answer(s) highlighted in the context."""
         from taskflow.display import html_spans
 
         blocks = []
-        for result in results:
+        for result, item in zip(results, items):
             answers = result if isinstance(result, list) else [result]
-            if not answers:
-                continue
-            question = answers[0]["question"]
-            found = [a for a in answers if a["answer"]]
-            context = None
-            with self._contexts_lock:
-                for a in found or answers:
-                    candidate = self._contexts.get((a["question"], a["answer"], a["start"], a["end"]))
-                    if candidate is not None and candidate[a["start"]:a["end"]] == a["answer"]:
-                        context = candidate
-                        break
-            spans = [(a["start"], a["end"], f"#{rank} {a['score']:.2f}") for rank, a in enumerate(answers, 1)
-                     if a["answer"]]
-            head = f"<div style='font-weight:bold;margin-top:6px'>Q: {html.escape(question)}</div>"
-            if context is not None and all(context[s:e] == a["answer"] for (s, e, _), a in zip(spans, found)):
-                body = html_spans(context, spans)
-            else:
-                body = "<div>" + "; ".join(
-                    f"<mark>{html.escape(a['answer'])}</mark> ({a['score']:.2f})" if a["answer"]
-                    else f"<i>no answer</i> ({a['score']:.2f})" for a in answers) + "</div>"
-            if not found:
-                body += "<div><i>no answer</i></div>"
+            spans = [(a["start"], a["end"], f"#{rank} {a['score']:.2f}") for rank, a in enumerate(answers, 1) if a["answer"]]
+            head = f"<div style='font-weight:bold;margin-top:6px'>Q: {html.escape(item.question)}</div>"
+            body = html_spans(item.context, spans)
+            if not spans:
+                body += f"<div><i>no answer</i> ({answers[0]['score']:.2f})</div>"
             blocks.append(head + body)
         return "<div style='font-family:sans-serif'>" + "".join(blocks) + "</div>"

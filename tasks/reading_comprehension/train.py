@@ -35,15 +35,13 @@ from pathlib import Path
 
 import numpy as np
 
+from taskflow.training import BudgetSchedule, log
+
 from .data import FEATURES, Vocab, encode, merge, normalise, prepare, segment_context, windows, best_spans
 from .metrics import evaluate
 
 SOURCE = ("CMRC 2018 (Yiming Cui et al., A Span-Extraction Dataset for Chinese Machine Reading Comprehension, "
           "EMNLP-IJCNLP 2019), CC BY-SA 4.0; github.com/ymcui/cmrc2018")
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def parse_args(argv):
@@ -308,37 +306,30 @@ def main(argv=None) -> int:
 
     epoch_size = len(training_windows(train, args.window, args.neg_rate, random.Random(0)))
     steps_per_epoch = -(-epoch_size // args.batch_size)
-    planned = max(1, int(args.epochs * steps_per_epoch))
-    lr_state = {"total": planned}
-
-    def lr_at(step):
-        if step < args.warmup:
-            return args.lr * (step + 1) / args.warmup
-        return args.lr * max(0.02, 1 - (step - args.warmup) / max(1, lr_state["total"] - args.warmup))
+    schedule = BudgetSchedule(lr=args.lr, warmup=args.warmup, planned=int(args.epochs * steps_per_epoch),
+                              evals=args.evals, minutes=args.minutes, steps_per_epoch=steps_per_epoch,
+                              first_check=30, check_every=100, eval_guess=40.0)
 
     optimizer = paddle.optimizer.Adamax(learning_rate=args.lr, parameters=network.parameters(),
                                         grad_clip=paddle.nn.ClipGradByGlobalNorm(10.0))
     history, best = [], {"f1": -1.0, "step": 0}
 
     def run_selection(step):
-        t = time.time()
-        result = score(network, selection, args)
+        with schedule.evaluating():
+            result = score(network, selection, args)
         history.append({"step": step, "epoch": round(step / steps_per_epoch, 2), **result})
         if result["f1"] > best["f1"]:
             best.update(f1=result["f1"], em=result["em"], step=step,
                         state={k: v.numpy().copy() for k, v in network.state_dict().items()})
         log(f"step {step} (epoch {step / steps_per_epoch:.2f}): selection F1 {result['f1']:.2f} EM {result['em']:.2f}"
-            f"{' *' if best['step'] == step else ''} ({time.time() - t:.0f}s)")
-        return time.time() - t
+            f"{' *' if best['step'] == step else ''}")
 
     names = ("context_ids", "context_features", "question_ids")
-    step, loop_start, eval_seconds = 0, time.time(), 0.0
-    eval_every = max(1, planned // args.evals)
-    done = False
-    while not done:
+    step = 0
+    while not schedule.finished(step):
         items = training_windows(train, args.window, args.neg_rate, rng)
         for index in batches(items, args.batch_size, rng):
-            optimizer.set_lr(lr_at(step))
+            optimizer.set_lr(schedule.lr_at(step))
             batch = [items[k] for k in index]
             feeds = encode([(p, a, b) for p, a, b, _, _ in batch])
             start_logits, end_logits = network.logits(*[paddle.to_tensor(feeds[k]) for k in names])
@@ -349,27 +340,16 @@ def main(argv=None) -> int:
             optimizer.step()
             optimizer.clear_grad()
             step += 1
-            if args.minutes and (step == 30 or (step > 30 and step % 100 == 0)):
-                elapsed = time.time() - loop_start
-                per_step = (elapsed - eval_seconds) / step
-                evals_left = max(1, args.evals - len(history))
-                eval_cost = (eval_seconds / len(history) if history else 40.0) * evals_left
-                fit = step + int((args.minutes * 60 - elapsed - eval_cost) / per_step)
-                previous = lr_state["total"]
-                lr_state["total"] = max(step + 1, min(planned, fit))
-                if step == 30:
-                    eval_every = max(1, lr_state["total"] // args.evals)
-                if step == 30 or abs(lr_state["total"] - previous) > 20:
-                    log(f"{per_step:.3f}s/step: {lr_state['total']} steps "
-                        f"({lr_state['total'] / steps_per_epoch:.2f} epochs) fit in {args.minutes:g} min")
+            refit = schedule.after_step(step)
+            if refit:
+                log(refit)
             if step % 50 == 0:
-                log(f"step {step}/{lr_state['total']} loss {float(loss):.3f} lr {lr_at(step):.2e}")
-            if step % eval_every == 0 or step >= lr_state["total"]:
-                eval_seconds += run_selection(step)
-            if step >= lr_state["total"]:
-                done = True
+                log(f"step {step}/{schedule.total} loss {float(loss):.3f} lr {schedule.lr_at(step):.2e}")
+            if schedule.evaluate_now(step):
+                run_selection(step)
+            if schedule.finished(step):
                 break
-    train_minutes = (time.time() - loop_start) / 60
+    train_minutes = (time.time() - schedule.start) / 60
     log(f"trained {step} steps in {train_minutes:.1f} min; best step {best['step']} (selection F1 {best['f1']:.2f})")
 
     network.set_state_dict({k: paddle.to_tensor(v) for k, v in best["state"].items()})

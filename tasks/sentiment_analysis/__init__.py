@@ -92,7 +92,7 @@ class SentimentAnalysisTask(TextTask):
             result["scores"] = {label: float(p) for label, p in zip(self.labels, probs)}
         return result
 
-    def render_html(self, results):
+    def render_html(self, results, items):
         from taskflow.display import html_table
 
         colours = {"positive": "#bbf7d0", "negative": "#fecaca"}

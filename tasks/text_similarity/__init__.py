@@ -181,7 +181,7 @@ class TextSimilarityTask(Task):
             out["embedding1"], out["embedding2"] = result["embedding1"], result["embedding2"]
         return out
 
-    def render_html(self, results):
+    def render_html(self, results, items):
         from taskflow.display import html_table
 
         colours = {1: "#bbf7d0", 0: "#fecaca"}

@@ -36,6 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
+from taskflow.training import BudgetSchedule, log
+
 from .data import DEFAULT_FILES, Pair, drop_overlap, read_pairs, resolve_files, split_lcqmc_dev
 from .features import Vocab, encode, model_text
 
@@ -45,10 +47,6 @@ SOURCES = {
     "afqmc": "CLUE AFQMC (Liang Xu et al., CLUE, COLING 2020; GitHub zejunwang1/bertorch data/AFQMC)",
     "lcqmc": "Xin Liu et al., LCQMC, COLING 2018 (GitHub zejunwang1/bertorch data/LCQMC dev/test)",
 }
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def parse_args(argv):
@@ -233,13 +231,9 @@ def main(argv=None) -> int:
     log(f"{args.arch}: {params:,} parameters")
 
     steps_per_epoch = -(-len(epoch_index) // args.batch_size)
-    planned = max(1, int(args.epochs * steps_per_epoch))
-    lr_state = {"total": planned}
-
-    def lr_at(step):
-        if step < args.warmup:
-            return args.lr * (step + 1) / args.warmup
-        return args.lr * max(0.02, 1 - (step - args.warmup) / max(1, lr_state["total"] - args.warmup))
+    schedule = BudgetSchedule(lr=args.lr, warmup=args.warmup, planned=int(args.epochs * steps_per_epoch),
+                              evals=args.evals, minutes=args.minutes, steps_per_epoch=steps_per_epoch,
+                              first_check=40, check_every=200, eval_guess=15.0)
 
     optimizer = paddle.optimizer.Adam(learning_rate=args.lr, parameters=network.parameters(),
                                       grad_clip=paddle.nn.ClipGradByGlobalNorm(5.0))
@@ -256,12 +250,10 @@ def main(argv=None) -> int:
         log(f"step {step} (epoch {epoch:.2f}): " + ", ".join(f"{k} {v:.4f}" for k, v in accs.items())
             + f", mean {mean:.4f}{' *' if best['step'] == step else ''} ({time.time() - t:.0f}s)")
 
-    step, loop_start, eval_seconds = 0, time.time(), 0.0
-    eval_every = max(1, planned // args.evals)
-    done = False
-    while not done:  # epochs (the training set is never empty, so each pass takes steps)
+    step = 0
+    while not schedule.finished(step):  # epochs (the training set is never empty, so each pass takes steps)
         for index in length_batches(train.lengths, epoch_index, args.batch_size, rng):
-            optimizer.set_lr(lr_at(step))
+            optimizer.set_lr(schedule.lr_at(step))
             feeds, labels = train.batch(index)
             logits = network.logits(*[paddle.to_tensor(x) for x in feeds])
             loss = F.binary_cross_entropy_with_logits(logits, paddle.to_tensor(labels))
@@ -269,31 +261,17 @@ def main(argv=None) -> int:
             optimizer.step()
             optimizer.clear_grad()
             step += 1
-            if args.minutes and (step == 40 or (step > 40 and step % 200 == 0)):
-                # Fit the run into the budget at the measured speed (evaluations' time set aside); refitted
-                # as the speed changes (a shared machine), so the LR schedule ends when the budget does.
-                elapsed = time.time() - loop_start
-                per_step = (elapsed - eval_seconds) / step
-                evals_left = max(1, args.evals - len(history))
-                eval_cost = (eval_seconds / len(history) if history else 15.0) * evals_left
-                fit = step + int((args.minutes * 60 - elapsed - eval_cost) / per_step)
-                previous = lr_state["total"]
-                lr_state["total"] = max(step + 1, min(planned, fit))
-                if step == 40:
-                    eval_every = max(1, lr_state["total"] // args.evals)
-                if step == 40 or abs(lr_state["total"] - previous) > 20:
-                    log(f"{per_step:.3f}s/step: {lr_state['total']} steps "
-                        f"({lr_state['total'] / steps_per_epoch:.2f} epochs) fit in {args.minutes:g} min")
+            refit = schedule.after_step(step)
+            if refit:
+                log(refit)
             if step % 100 == 0:
-                log(f"step {step}/{lr_state['total']} loss {float(loss):.4f} lr {lr_at(step):.2e}")
-            if step % eval_every == 0 or step >= lr_state["total"]:
-                t = time.time()
-                evaluate(step, step / steps_per_epoch)
-                eval_seconds += time.time() - t
-            if step >= lr_state["total"]:
-                done = True
+                log(f"step {step}/{schedule.total} loss {float(loss):.4f} lr {schedule.lr_at(step):.2e}")
+            if schedule.evaluate_now(step):
+                with schedule.evaluating():
+                    evaluate(step, step / steps_per_epoch)
+            if schedule.finished(step):
                 break
-    train_minutes = (time.time() - loop_start) / 60
+    train_minutes = (time.time() - schedule.start) / 60
     log(f"trained {step} steps in {train_minutes:.1f} min; best step {best['step']} (mean {best['score']:.4f})")
 
     network.set_state_dict({k: paddle.to_tensor(v) for k, v in best["state"].items()})
