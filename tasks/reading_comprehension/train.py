@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import sys
 import tempfile
@@ -35,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from taskflow.training import BudgetSchedule, log
+from taskflow.training import BudgetSchedule, fast_cpu_math, log
 
 from .data import FEATURES, Vocab, encode, merge, normalise, prepare, segment_context, windows, best_spans
 from .metrics import evaluate
@@ -240,9 +239,7 @@ def score(network, examples: Examples, args) -> dict:
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    # MKL picks slow generic kernels on AMD CPUs unless told otherwise; read when Paddle loads.
-    if "paddle" not in sys.modules:
-        os.environ.setdefault("MKL_DEBUG_CPU_TYPE", "5")
+    fast_cpu_math()
     import paddle
     import paddle.nn.functional as F
 

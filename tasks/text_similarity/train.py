@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import sys
 import tempfile
@@ -36,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from taskflow.training import BudgetSchedule, log
+from taskflow.training import BudgetSchedule, fast_cpu_math, log
 
 from .data import DEFAULT_FILES, Pair, drop_overlap, read_pairs, resolve_files, split_lcqmc_dev
 from .features import Vocab, encode, model_text
@@ -163,10 +162,7 @@ def best_threshold(score_sets: list[tuple[np.ndarray, np.ndarray]]) -> float:
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    # MKL picks slow generic kernels on AMD CPUs unless told otherwise (4x on matmul here); it reads
-    # this when Paddle loads, and it is ignored on Intel.  A user's own setting wins.
-    if "paddle" not in sys.modules:
-        os.environ.setdefault("MKL_DEBUG_CPU_TYPE", "5")
+    fast_cpu_math()
     import paddle
     import paddle.nn.functional as F
 
