@@ -1,12 +1,13 @@
-"""Text helpers shared by tasks: width normalisation, long-text splitting, word segmentation."""
+"""Text helpers shared by tasks: width normalisation, long-text splitting, word segmentation, vocabularies."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from typing import Mapping
+from typing import Mapping, Sequence
 
-__all__ = ["q2b", "split_text", "Segmenter"]
+__all__ = ["q2b", "split_text", "Segmenter", "Vocab"]
 
 # Full-width ASCII variants (U+FF01..U+FF5E) map to U+0021..U+007E; the ideographic
 # space to a plain space.  One char in, one char out, so offsets survive.
@@ -103,3 +104,42 @@ class Segmenter:
             words.append(text[start[end]:end])
             end = start[end]
         return words[::-1]
+
+
+class Vocab:
+    """Char ids, word ids and a :class:`Segmenter` over the word list, as a package's
+    ``vocab.json`` stores them: ``{"chars": [...], "words": [[word, count], ...]}``.
+
+    Ids are positions in the lists; a task puts its special tokens (``[PAD]`` = 0,
+    ``[UNK]`` = 1, ...) first and builds the lists in its recipe.
+    """
+
+    SPECIAL = ("[PAD]", "[UNK]", "[NULL]")
+    UNK = 1
+
+    def __init__(self, chars: Sequence[str], words: Sequence[tuple[str, int]]):
+        self.char_list = list(chars)
+        self.word_list = [w for w, _ in words]
+        self.chars = {c: i for i, c in enumerate(self.char_list)}
+        self.words = {w: i for i, w in enumerate(self.word_list)}
+        self.segmenter = Segmenter({w: int(c) for w, c in words if w not in self.SPECIAL})
+        self._counts = [[w, int(c)] for w, c in words]
+
+    @classmethod
+    def load(cls, path) -> "Vocab":
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+        return cls(data["chars"], [tuple(x) for x in data["words"]])
+
+    def save(self, path) -> None:
+        from .packages import atomic_write_text
+
+        atomic_write_text(path, json.dumps({"chars": self.char_list, "words": self._counts}, ensure_ascii=False))
+
+    def ids(self, text: str) -> list[int]:
+        """Char ids of ``text``, unknown chars as ``UNK``."""
+        get, unk = self.chars.get, self.UNK
+        return [get(c, unk) for c in text]
+
+    def segment(self, text: str) -> list[str]:
+        return self.segmenter.cut(text)

@@ -22,14 +22,13 @@ recipe and the benchmarks, so training and inference prepare text the same way.
 from __future__ import annotations
 
 import functools
-import json
 import unicodedata
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
 
-from taskflow.text import Segmenter, q2b
+from taskflow.text import Vocab as CharWordVocab, q2b
 
 __all__ = ["PAD", "UNK", "NULL", "FEATURES", "normalise", "Vocab", "Prepared", "prepare",
            "segment_context", "windows", "merge", "encode", "best_spans"]
@@ -66,26 +65,8 @@ def _is_punct(char: str) -> bool:
     return char == " " or unicodedata.category(char)[0] in "PSZ"
 
 
-class Vocab:
-    """Char ids and the word list, as stored in ``vocab.json``:
-    ``{"chars": [...], "words": [[word, count], ...]}`` (char ids are positions; 0 pad, 1 unknown, 2 NULL)."""
-
-    def __init__(self, chars: Sequence[str], words: Sequence[tuple[str, int]]):
-        self.char_list = list(chars)
-        self.chars = {c: i for i, c in enumerate(self.char_list)}
-        self.segmenter = Segmenter({w: int(c) for w, c in words})
-        self._words = [[w, int(c)] for w, c in words]
-
-    @classmethod
-    def load(cls, path) -> "Vocab":
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-        return cls(data["chars"], [tuple(x) for x in data["words"]])
-
-    def save(self, path) -> None:
-        from taskflow.packages import atomic_write_text
-
-        atomic_write_text(path, json.dumps({"chars": self.char_list, "words": self._words}, ensure_ascii=False))
+class Vocab(CharWordVocab):
+    """The reader's chars (0 pad, 1 unknown, 2 NULL) and word list; see :class:`taskflow.text.Vocab`."""
 
     @classmethod
     def build(cls, texts: Iterable[str], cut, *, min_char: int = 2, min_word: int = 2) -> "Vocab":
@@ -101,9 +82,6 @@ class Vocab:
         kept = sorted(((w, n) for w, n in words.items() if n >= min_word), key=lambda x: (-x[1], x[0]))
         return cls(char_list, kept)
 
-    def ids(self, text: str) -> list[int]:
-        get = self.chars.get
-        return [get(c, UNK) for c in text]
 
 
 @dataclass
@@ -137,7 +115,7 @@ def _word_features(words: list[str], n: int, question_words: set[str]) -> tuple[
 
 def segment_context(context: str, vocab: Vocab) -> list[str]:
     """The words of a (normalised) context, for :func:`prepare` to reuse across questions."""
-    return [w for piece in _pieces(context) for w in vocab.segmenter.cut(piece)]
+    return [w for piece in _pieces(context) for w in vocab.segment(piece)]
 
 
 def prepare(context: str, question: str, vocab: Vocab, max_question_len: int = 64,
@@ -162,7 +140,7 @@ def prepare(context: str, question: str, vocab: Vocab, max_question_len: int = 6
         features[2:, 3] = trigram    # c[i-2:i+1]
         features[1:-1, 4] = trigram  # c[i-1:i+2]
         features[:-2, 5] = trigram   # c[i:i+3]
-    segment = vocab.segmenter.cut
+    segment = vocab.segment
     # Multi-char words only: a one-char word in the question is already ``char_in_q``.
     q_words = {w for w in segment(question) if len(w) > 1}
     if context_words is None:

@@ -17,13 +17,12 @@ recipe and the benchmarks, so training and inference encode text the same way.
 from __future__ import annotations
 
 import functools
-import json
 import unicodedata
 from typing import Iterable, Sequence
 
 import numpy as np
 
-from taskflow.text import Segmenter, q2b
+from taskflow.text import Segmenter, Vocab as CharWordVocab, q2b
 
 __all__ = ["PAD", "UNK", "model_text", "Segmenter", "Vocab", "encode"]
 
@@ -59,28 +58,8 @@ def model_text(text: str, max_length: int | None = None) -> str:
     return cleaned[:max_length] if max_length else cleaned
 
 
-class Vocab:
-    """Char and word ids plus the word list's segmenter, as stored in ``vocab.json``:
-    ``{"chars": [...], "words": [[word, count], ...]}`` (ids are positions; 0 = pad, 1 = unknown)."""
-
-    def __init__(self, chars: Sequence[str], words: Sequence[tuple[str, int]]):
-        self.char_list = list(chars)
-        self.word_list = [w for w, _ in words]
-        self.chars = {c: i for i, c in enumerate(self.char_list)}
-        self.words = {w: i for i, w in enumerate(self.word_list)}
-        self.segmenter = Segmenter({w: int(c) for w, c in words if w not in ("[PAD]", "[UNK]")})
-        self._counts = [[w, int(c)] for w, c in words]
-
-    @classmethod
-    def load(cls, path) -> "Vocab":
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-        return cls(data["chars"], [tuple(x) for x in data["words"]])
-
-    def save(self, path) -> None:
-        from taskflow.packages import atomic_write_text
-
-        atomic_write_text(path, json.dumps({"chars": self.char_list, "words": self._counts}, ensure_ascii=False))
+class Vocab(CharWordVocab):
+    """The matcher's chars and words (0 pad, 1 unknown in both); see :class:`taskflow.text.Vocab`."""
 
     @classmethod
     def build(cls, texts: Iterable[str], cut, *, min_char: int = 2, min_word: int = 2,
@@ -97,8 +76,6 @@ class Vocab:
         kept = sorted(((w, n) for w, n in words.items() if n >= min_word), key=lambda x: (-x[1], x[0]))[:max_words]
         return cls(char_list, [("[PAD]", 0), ("[UNK]", 0), *kept])
 
-    def segment(self, text: str) -> list[str]:
-        return self.segmenter.cut(text)
 
 
 def encode(texts: Sequence[str], vocab: Vocab) -> tuple[np.ndarray, np.ndarray]:
