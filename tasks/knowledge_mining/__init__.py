@@ -46,7 +46,9 @@ from typing import Any, Iterable
 from taskflow.errors import InvalidInputError, UserDictError
 from taskflow.registry import register_task
 from taskflow.task import TextTask
-from taskflow.tasks.lexical_analysis import LexicalAnalysisTask, normalize, words_from_labels
+from taskflow.tasks.lexical_analysis import (
+    LexicalAnalysisTask, check_entity_labels, entity_result, normalize, words_from_labels,
+)
 from taskflow.tasks.lexical_analysis.user_dict import DictItem, UserDict
 
 from .categories import (
@@ -349,27 +351,13 @@ class AccurateNERTask(KnowledgeMiningTask):
     def __init__(self, package, *, entity_labels: Iterable[str] | None = None, entity_only: bool = True,
                  user_dict: Any = None, user_dict_format: str = "auto", **base):
         super().__init__(package, user_dict=user_dict, user_dict_format=user_dict_format, **base)
-        if entity_labels is None:
-            entity_labels = ENTITY_CATEGORIES
-        elif isinstance(entity_labels, str) or not all(isinstance(x, str) for x in entity_labels):
-            raise InvalidInputError(
-                f"entity_labels must be a list of categories such as ['人物类_实体', '组织机构类'], got {entity_labels!r}"
-            )
-        known = set(CATEGORIES) | (self.user_dict.tags if self.user_dict is not None else set())
-        unknown = sorted(set(entity_labels) - known)
-        if unknown or not entity_labels:
-            raise InvalidInputError(
-                f"entity_labels has {', '.join(map(repr, unknown)) or 'no labels'}; choose from the WordTag "
-                f"categories {', '.join(CATEGORIES)} or your user_dict's categories"
-            )
-        self.entity_labels = frozenset(entity_labels)
+        known = list(CATEGORIES) + sorted(self.user_dict.tags - set(CATEGORIES) if self.user_dict is not None else ())
+        self.entity_labels = check_entity_labels(entity_labels, ENTITY_CATEGORIES, known,
+                                                 "categories such as ['人物类_实体', '组织机构类']")
         self.entity_only = bool(entity_only)
 
     def format_result(self, text, items):
-        entities = [{"text": text[s:e], "label": label, "start": s, "end": e}
-                    for s, e, label, _ in items if label in self.entity_labels]
-        pairs = [(text[s:e], label) for s, e, label, _ in items if not self.entity_only or label in self.entity_labels]
-        return {"text": text, "entities": entities, "words": pairs}
+        return entity_result(text, [(s, e, label) for s, e, label, _ in items], self.entity_labels, self.entity_only)
 
     def render_html(self, results, items):
         from taskflow.display import html_spans

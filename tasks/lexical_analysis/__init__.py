@@ -258,27 +258,13 @@ class NERTask(LexicalAnalysisTask):
 
     def __init__(self, package, *, entity_labels: Iterable[str] | None = None, entity_only: bool = False, **base):
         super().__init__(package, **base)
-        known = set(self.tag_set) | (self.user_dict.tags if self.user_dict is not None else set())
-        if entity_labels is None:
-            entity_labels = ENTITY_LABELS
-        elif isinstance(entity_labels, str) or not all(isinstance(x, str) for x in entity_labels):
-            raise InvalidInputError(
-                f"entity_labels must be a list of tag names such as ['PER', 'ORG'], got {entity_labels!r}"
-            )
-        entity_labels = tuple(entity_labels)
-        unknown = sorted(set(entity_labels) - known)
-        if unknown or not entity_labels:
-            raise InvalidInputError(
-                f"entity_labels has {', '.join(map(repr, unknown)) or 'no labels'}; "
-                f"choose from the model's tags {', '.join(self.tag_set)} or your user_dict's tags"
-            )
-        self.entity_labels = frozenset(entity_labels)
+        user_tags = sorted(self.user_dict.tags) if self.user_dict is not None else []
+        known = list(dict.fromkeys(self.tag_set + user_tags))
+        self.entity_labels = check_entity_labels(entity_labels, ENTITY_LABELS, known, "tag names such as ['PER', 'ORG']")
         self.entity_only = bool(entity_only)
 
     def format_result(self, text, words):
-        entities = [{"text": text[s:e], "label": t, "start": s, "end": e} for s, e, t in words if t in self.entity_labels]
-        pairs = [(text[s:e], t) for s, e, t in words if not self.entity_only or t in self.entity_labels]
-        return {"text": text, "entities": entities, "words": pairs}
+        return entity_result(text, words, self.entity_labels, self.entity_only)
 
     def render_html(self, results, items):
         from taskflow.display import html_spans
@@ -295,3 +281,27 @@ def _starts(words: list[str]) -> list[tuple[int, str]]:
         out.append((start, word))
         start += len(word)
     return out
+
+
+def check_entity_labels(entity_labels: Iterable[str] | None, default: Iterable[str], known: list[str],
+                        example: str) -> frozenset:
+    """The labels a ner task reports (``default`` when ``None``); a typed error names unknown ones."""
+    if entity_labels is None:
+        return frozenset(default)
+    if isinstance(entity_labels, str) or not all(isinstance(x, str) for x in entity_labels):
+        raise InvalidInputError(f"entity_labels must be a list of {example}, got {entity_labels!r}")
+    entity_labels = tuple(entity_labels)
+    unknown = sorted(set(entity_labels) - set(known))
+    if unknown or not entity_labels:
+        raise InvalidInputError(
+            f"entity_labels has {', '.join(map(repr, unknown)) or 'no labels'}; choose from {', '.join(known)}"
+        )
+    return frozenset(entity_labels)
+
+
+def entity_result(text: str, words: Iterable[tuple[int, int, str]], entity_labels: frozenset, entity_only: bool) -> dict:
+    """ner's output for ``(start, end, label)`` words: ``{'text', 'entities', 'words'}`` (both modes)."""
+    words = list(words)
+    entities = [{"text": text[s:e], "label": t, "start": s, "end": e} for s, e, t in words if t in entity_labels]
+    pairs = [(text[s:e], t) for s, e, t in words if not entity_only or t in entity_labels]
+    return {"text": text, "entities": entities, "words": pairs}
