@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import re
+from pathlib import Path
 from typing import Mapping, Sequence
 
-__all__ = ["q2b", "split_text", "Segmenter", "Vocab"]
+__all__ = ["q2b", "split_text", "Segmenter", "Vocab", "read_text_file"]
 
 # Full-width ASCII variants (U+FF01..U+FF5E) map to U+0021..U+007E; the ideographic
 # space to a plain space.  One char in, one char out, so offsets survive.
@@ -143,3 +145,23 @@ class Vocab:
 
     def segment(self, text: str) -> list[str]:
         return self.segmenter.cut(text)
+
+
+def read_text_file(path: Path, error: type[Exception]) -> str:
+    """A user-supplied UTF-8 text file (gzip-compressed or not, BOM dropped).
+
+    Unreadable bytes raise ``error(message, source=, line=)`` naming the file and line,
+    so a dictionary or term file with a bad line says where."""
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise error(f"{path}: not a readable gzip file ({exc})", source=str(path)) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise error(f"{path}:{line}: not valid UTF-8 ({exc.reason}); save the file as UTF-8",
+                    source=str(path), line=line) from None
+    return text.lstrip("\ufeff")

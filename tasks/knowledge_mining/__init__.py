@@ -46,6 +46,7 @@ from typing import Any, Iterable
 from taskflow.errors import InvalidInputError, UserDictError
 from taskflow.registry import register_task
 from taskflow.task import TextTask
+from taskflow.text import read_text_file
 from taskflow.tasks.lexical_analysis import (
     LexicalAnalysisTask, check_entity_labels, entity_result, normalize, words_from_labels,
 )
@@ -188,13 +189,7 @@ def load_user_dict(source: Any, *, format: str = "auto") -> UserDict:
                 f"user_dict file {str(path)!r} does not exist; pass a path to a UTF-8 text file "
                 "or a list of lines such as ['长津湖/作品类_实体']"
             )
-        data = path.read_bytes()
-        try:
-            lines, where = data.decode("utf-8").lstrip("\ufeff").splitlines(), str(path)
-        except UnicodeDecodeError as exc:
-            line = data[: exc.start].count(b"\n") + 1
-            raise UserDictError(f"{path}:{line}: not valid UTF-8 ({exc.reason}); save the file as UTF-8",
-                                source=str(path), line=line) from None
+        lines, where = read_text_file(path, UserDictError).splitlines(), str(path)
     elif isinstance(source, (list, tuple)):
         lines, where = list(source), "user_dict"
     else:

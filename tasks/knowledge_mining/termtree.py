@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, NamedTuple
 
 from taskflow.errors import TermTreeError
+from taskflow.text import read_text_file
 
 from .categories import CATEGORIES, TOP_TYPES, termid as make_termid
 
@@ -112,19 +113,8 @@ class TermTree:
         path = Path(path).expanduser()
         if not path.is_file():
             raise FileNotFoundError(f"term_tree file {str(path)!r} does not exist; pass a path to a .tsv or .tsv.gz file")
-        data = path.read_bytes()
-        if data[:2] == b"\x1f\x8b":
-            try:
-                data = gzip.decompress(data)
-            except (OSError, EOFError) as exc:
-                raise TermTreeError(f"{path}: not a readable gzip file ({exc})", source=str(path)) from None
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = data[: exc.start].count(b"\n") + 1
-            raise TermTreeError(f"{path}:{line}: not valid UTF-8 ({exc.reason}); save the file as UTF-8",
-                                source=str(path), line=line) from None
-        return cls.from_lines(text.lstrip("\ufeff").split("\n"), normalize=normalize, source=str(path))
+        text = read_text_file(path, TermTreeError)
+        return cls.from_lines(text.split("\n"), normalize=normalize, source=str(path))
 
     @classmethod
     def from_lines(cls, lines: Iterable[str], *, normalize: Callable[[str], str] = lambda s: s,

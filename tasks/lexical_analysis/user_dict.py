@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from taskflow.errors import UserDictError
+from taskflow.text import read_text_file
 
 __all__ = ["UserDict", "UserDictFormat", "DictItem"]
 
@@ -95,14 +96,7 @@ class UserDict:
                     f"user_dict file {str(path)!r} does not exist; pass a path to a UTF-8 text file "
                     "or a list of lines such as ['春天/SEASON', '花 开/v']"
                 )
-            data = path.read_bytes()
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                line = data[: exc.start].count(b"\n") + 1
-                raise UserDictError(f"{path}:{line}: not valid UTF-8 ({exc.reason}); save the file as UTF-8",
-                                    source=str(path), line=line) from None
-            lines, where = text.lstrip("\ufeff").splitlines(), str(path)
+            lines, where = read_text_file(path, UserDictError).splitlines(), str(path)
         elif isinstance(source, (list, tuple)):
             for i, line in enumerate(source):
                 if not isinstance(line, str):
