@@ -26,7 +26,7 @@ from .predictor import InputSpec, Predictor, PredictorOptions, load_weights
 from .packages import MANIFEST, Manifest, ModelPackage, cache_dir, resolve
 from .text import split_text
 
-__all__ = ["Task", "TextTask", "check_text", "shown"]
+__all__ = ["Task", "TextTask", "MultiTextTask", "check_text", "shown"]
 
 
 def check_text(value: Any, index: int | None, *, what: str = "text", allow_empty: bool = False) -> str:
@@ -247,3 +247,58 @@ class TextTask(Task):
 
     def unit_length(self, unit: tuple[int, str]) -> int:
         return len(unit[1])
+
+
+class MultiTextTask(Task):
+    """A task whose item is several named texts, one per ``input_fields`` key
+    (a pair to compare, a context and its question): a dict with those keys, or
+    a list/tuple of the texts in that order.  Checked items are tuples of str in
+    field order; ``item_noun`` names an item in messages ("pair", "item")."""
+
+    item_noun: str = "item"
+
+    def _forms(self) -> str:
+        fields = self.input_fields
+        keys = ", ".join(f"{field!r}: ..." for field in fields)
+        return f"({', '.join(fields)}), [{', '.join(fields)}] or {{{keys}}}"
+
+    def _a_noun(self) -> str:
+        return ("an " if self.item_noun[0] in "aeiou" else "a ") + self.item_noun
+
+    def _is_one_item(self, value: Any) -> bool:
+        return (isinstance(value, (list, tuple)) and len(value) == len(self.input_fields)
+                and all(isinstance(v, str) for v in value))
+
+    def as_items(self, inputs: Any) -> list[Any]:
+        if isinstance(inputs, Mapping) or self._is_one_item(inputs):
+            return [inputs]
+        takes = f"{self.name} takes {self._a_noun()} {self._forms()}, or a list of {self.item_noun}s"
+        if isinstance(inputs, (str, bytes, bytearray)):
+            raise InputTypeError(f"{takes}; got a single {type(inputs).__name__} ({shown(inputs)})")
+        if isinstance(inputs, Iterable):
+            return list(inputs)
+        raise InputTypeError(f"{takes}; got {type(inputs).__name__} ({shown(inputs)})")
+
+    def check_item(self, item: Any, index: int | None) -> tuple[str, ...]:
+        where = f"{self.item_noun} #{index}" if index is not None else self.item_noun
+        fields = self.input_fields
+        if isinstance(item, Mapping):
+            missing = [key for key in fields if key not in item]
+            if missing:
+                raise InvalidInputError(
+                    f"{where} is a dict without {' and '.join(map(repr, missing))} (its keys: "
+                    f"{', '.join(map(repr, item)) or 'none'}); {self._a_noun()} dict needs "
+                    f"{' and '.join(map(repr, fields))}", index)
+            values = [item[key] for key in fields]
+        elif isinstance(item, (list, tuple, np.ndarray)):
+            if len(item) != len(fields):
+                raise InvalidInputError(f"{where} must hold exactly {len(fields)} texts, got {len(item)} "
+                                        f"({shown(item)}); pass {self._forms()}", index)
+            values = list(item)
+        else:
+            hint = (f"; a list of {len(fields)} str is one {self.item_noun}, a list of {self.item_noun}s is many"
+                    if isinstance(item, str) else "")
+            raise InputTypeError(f"{where} must be {self._forms()}, got {type(item).__name__} ({shown(item)}){hint}",
+                                 index)
+        return tuple(check_text(value, index, what=f"{field!r} of {self.item_noun}")
+                     for field, value in zip(fields, values))

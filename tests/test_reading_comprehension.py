@@ -66,7 +66,7 @@ def test_an_item_may_be_a_dict_a_tuple_or_a_list(flow, tiny):
     ([{"context": "a", "question": "b"}, {"context": "", "question": "b"}], InvalidInputError, 1,
      "'context' of item #1 is empty"),
     ([("a", "b"), ("a", b"b")], InputTypeError, 1, "decode"),
-    ([("a", "b"), ("a", "b", "c")], InvalidInputError, 1, "got 3 values"),
+    ([("a", "b"), ("a", "b", "c")], InvalidInputError, 1, "exactly 2 texts, got 3"),
     ([("a", "b"), "a"], InputTypeError, 1, "item #1 must be"),
 ])
 def test_bad_inputs_are_typed_errors_naming_index_and_key(flow, bad, error, index, words):

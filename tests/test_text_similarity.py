@@ -61,13 +61,13 @@ def test_list_of_pairs_in_order_and_aliases(flow, tiny):
 @pytest.mark.parametrize("bad, error, index, words", [
     ("怎么修改微信密码", InputTypeError, None, "single str"),
     (42, InputTypeError, None, "got int"),
-    (["a", "b", "c"], InputTypeError, 0, "two str is one pair"),
+    (["a", "b", "c"], InputTypeError, 0, "a list of 2 str is one pair"),
     ([["a", "b"], ["a", "b", "c"]], InvalidInputError, 1, "exactly 2 texts, got 3"),
     ([["a", "b"], ["a"]], InvalidInputError, 1, "exactly 2 texts, got 1"),
     ([["a", "b"], None], InputTypeError, 1, "got NoneType"),
     ([["a", "b"], {"text1": "a"}], InvalidInputError, 1, "without 'text2'"),
     ([["a", "b"], {"text_1": "a", "text_2": "b"}], InvalidInputError, 1, "'text1' and 'text2'"),
-    ([["a", "b"], [1, "b"]], InputTypeError, 1, "text1 of pair #1 must be a str, got int"),
+    ([["a", "b"], [1, "b"]], InputTypeError, 1, "'text1' of pair #1 must be a str, got int"),
     ([["a", "b"], ["a", b"b"]], InputTypeError, 1, "decode"),
 ])
 def test_bad_pair_shapes_are_typed_errors_naming_the_index(flow, bad, error, index, words):
@@ -81,9 +81,9 @@ def test_bad_pair_shapes_are_typed_errors_naming_the_index(flow, bad, error, ind
 
 @pytest.mark.parametrize("pair, which", [(["", "微信密码"], "text1"), (["微信密码", "   "], "text2"), (["\n", "\t"], "text1")])
 def test_empty_members_are_typed_errors(flow, pair, which):
-    with pytest.raises(InvalidInputError, match=f"{which} of pair #1 is empty"):
+    with pytest.raises(InvalidInputError, match=f"'{which}' of pair #1 is empty"):
         flow([PAIRS[0], pair])
-    with pytest.raises(InvalidInputError, match=f"{which} of pair #0"):
+    with pytest.raises(InvalidInputError, match=f"'{which}' of pair #0"):
         flow(pair)
 
 

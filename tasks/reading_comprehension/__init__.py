@@ -35,26 +35,18 @@ the empty answer takes its place in the ranked list by the same score.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from taskflow.errors import InputTypeError, InvalidInputError
+from taskflow.errors import InvalidInputError
 from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
-from taskflow.task import Task, check_text, shown
+from taskflow.task import MultiTextTask
 
 from .data import FEATURES, Prepared, Vocab, best_spans, encode, merge, prepare, windows
 
 __all__ = ["ReadingComprehensionTask"]
-
-_FORMS = "{'context': ..., 'question': ...} or (context, question)"
-
-
-def _is_pair_of_texts(value: Any) -> bool:
-    return isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, str) for v in value)
-
 
 class Item(NamedTuple):
     context: str
@@ -74,7 +66,7 @@ def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
 
 
 @register_task("reading_comprehension", aliases=["question_answering_extractive"])
-class ReadingComprehensionTask(Task):
+class ReadingComprehensionTask(MultiTextTask):
     """Extractive question answering over Chinese contexts of any length.
 
     Options:
@@ -131,35 +123,8 @@ class ReadingComprehensionTask(Task):
                 InputSpec("question_ids", "int64", (self.batch_size, self.max_question_len))]
 
     # --------------------------------------------------------------- inputs
-    def as_items(self, inputs: Any) -> list[Any]:
-        if isinstance(inputs, Mapping) or _is_pair_of_texts(inputs):
-            return [inputs]
-        if isinstance(inputs, (str, bytes, bytearray)):
-            raise InputTypeError(f"reading_comprehension takes an item {_FORMS}, or a list of items; got a single "
-                                 f"{type(inputs).__name__} ({shown(inputs)})")
-        if isinstance(inputs, Iterable):
-            return list(inputs)
-        raise InputTypeError(f"reading_comprehension takes an item {_FORMS}, or a list of items; "
-                             f"got {type(inputs).__name__} ({shown(inputs)})")
-
     def check_item(self, item: Any, index: int | None) -> Item:
-        where = f"item #{index}" if index is not None else "item"
-        if isinstance(item, Mapping):
-            missing = [key for key in self.input_fields if key not in item]
-            if missing:
-                raise InvalidInputError(
-                    f"{where} is a dict without {' and '.join(map(repr, missing))} (its keys: "
-                    f"{', '.join(map(repr, item)) or 'none'}); an item needs 'context' and 'question'", index)
-            context, question = item["context"], item["question"]
-        elif isinstance(item, (list, tuple)):
-            if len(item) != 2:
-                raise InvalidInputError(f"{where} must hold (context, question), got {len(item)} values "
-                                        f"({shown(item)}); pass {_FORMS}", index)
-            context, question = item
-        else:
-            raise InputTypeError(f"{where} must be {_FORMS}, got {type(item).__name__} ({shown(item)})", index)
-        return Item(check_text(context, index, what="'context' of item"),
-                    check_text(question, index, what="'question' of item"))
+        return Item(*super().check_item(item, index))
 
     def split(self, item: Item) -> list[Window]:
         prepared = prepare(item.context, item.question, self.vocab, self.max_question_len)

@@ -29,29 +29,20 @@ from __future__ import annotations
 
 import html
 import numbers
-from collections.abc import Iterable, Mapping
-from typing import Any
 
 import numpy as np
 
-from taskflow.errors import InputTypeError, InvalidInputError
+from taskflow.errors import InvalidInputError
 from taskflow.predictor import InputSpec, load_weights
 from taskflow.registry import register_task
-from taskflow.task import Task, check_text, shown
+from taskflow.task import MultiTextTask
 
 from .features import Vocab, encode, model_text
 
 __all__ = ["TextSimilarityTask"]
 
-_PAIR_FORMS = "[text1, text2], (text1, text2) or {'text1': ..., 'text2': ...}"
-
-
-def _is_pair_of_texts(value: Any) -> bool:
-    return isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, str) for v in value)
-
-
 @register_task("text_similarity", aliases=["text_matching"])
-class TextSimilarityTask(Task):
+class TextSimilarityTask(MultiTextTask):
     """Semantic similarity of Chinese sentence pairs (1 = same meaning).
 
     Options:
@@ -69,6 +60,7 @@ class TextSimilarityTask(Task):
     default_model = "siamese_char_word"
     default_batch_size = 32
     input_fields = ("text1", "text2")
+    item_noun = "pair"
 
     def __init__(self, package, *, threshold: float | None = None, return_embeddings: bool = False, **base):
         super().__init__(package, **base)
@@ -110,44 +102,6 @@ class TextSimilarityTask(Task):
         return [InputSpec(name, "int64", shape) for name in ("text1_chars", "text1_words", "text2_chars", "text2_words")]
 
     # --------------------------------------------------------------- inputs
-    def as_items(self, inputs: Any) -> list[Any]:
-        if isinstance(inputs, Mapping) or _is_pair_of_texts(inputs):
-            return [inputs]
-        if isinstance(inputs, (str, bytes, bytearray)):
-            raise InputTypeError(
-                f"text_similarity takes a pair {_PAIR_FORMS}, or a list of pairs; got a single "
-                f"{type(inputs).__name__} ({shown(inputs)})"
-            )
-        if isinstance(inputs, Iterable):
-            return list(inputs)
-        raise InputTypeError(
-            f"text_similarity takes a pair {_PAIR_FORMS}, or a list of pairs; got {type(inputs).__name__} ({shown(inputs)})"
-        )
-
-    def check_item(self, item: Any, index: int | None) -> tuple[str, str]:
-        where = f"pair #{index}" if index is not None else "pair"
-        if isinstance(item, Mapping):
-            missing = [key for key in self.input_fields if key not in item]
-            if missing:
-                raise InvalidInputError(
-                    f"{where} is a dict without {' and '.join(map(repr, missing))} (its keys: "
-                    f"{', '.join(map(repr, item)) or 'none'}); a pair dict needs 'text1' and 'text2'",
-                    index,
-                )
-            first, second = item["text1"], item["text2"]
-        elif isinstance(item, (list, tuple, np.ndarray)):
-            if len(item) != 2:
-                raise InvalidInputError(
-                    f"{where} must hold exactly 2 texts, got {len(item)} ({shown(item)}); pass {_PAIR_FORMS}", index
-                )
-            first, second = item
-        else:
-            hint = "; a list of two str is one pair, a list of pairs is many" if isinstance(item, str) else ""
-            raise InputTypeError(
-                f"{where} must be {_PAIR_FORMS}, got {type(item).__name__} ({shown(item)}){hint}", index
-            )
-        return check_text(first, index, what="text1 of pair"), check_text(second, index, what="text2 of pair")
-
     def split(self, item: tuple[str, str]) -> list[tuple[str, str]]:
         # One unit per pair: each side is cut to max_length (its head), see the module docstring.
         return [(model_text(item[0], self.max_length), model_text(item[1], self.max_length))]
