@@ -1,6 +1,7 @@
 """Pieces the training recipes (``tasks/<task>/train.py``) share; the product never imports this.
 
 * :func:`log`: a time-stamped line on stderr.
+* :func:`seed_all`: seed Python's, numpy's and Paddle's generators at once.
 * :func:`fast_cpu_math`: call before Paddle loads, so MKL uses its fast kernels on AMD CPUs too.
 * :class:`BudgetSchedule`: warm-up then linear learning-rate decay over a run
   whose length is fitted to a wall-clock budget.  Recipes run on shared
@@ -11,16 +12,29 @@
 from __future__ import annotations
 
 import os
+import random
 import sys
 import time
 from contextlib import contextmanager
 from typing import Iterator
 
-__all__ = ["log", "fast_cpu_math", "BudgetSchedule"]
+__all__ = ["log", "seed_all", "fast_cpu_math", "BudgetSchedule"]
 
 
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def seed_all(seed: int) -> random.Random:
+    """Seed Python's, numpy's and Paddle's global generators; return a ``random.Random(seed)``
+    for the recipe's own draws (shuffles, samples), so a run is repeatable end to end."""
+    import numpy as np
+    import paddle
+
+    random.seed(seed)
+    np.random.seed(seed)
+    paddle.seed(seed)
+    return random.Random(seed)
 
 
 def fast_cpu_math() -> None:

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from taskflow.training import BudgetSchedule, fast_cpu_math, log
+from taskflow.training import BudgetSchedule, fast_cpu_math, log, seed_all
 
 from .data import FEATURES, Vocab, encode, merge, normalise, prepare, segment_context, windows, best_spans
 from .metrics import evaluate
@@ -249,9 +249,7 @@ def main(argv=None) -> int:
     from .model import ReaderNet
 
     started = time.time()
-    rng = random.Random(args.seed)
-    paddle.seed(args.seed)
-    np.random.seed(args.seed)
+    rng = seed_all(args.seed)
 
     def path(given, default):
         if given is not None:

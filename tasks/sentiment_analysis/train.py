@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import random
 import sys
 import tempfile
 import time
@@ -32,6 +31,8 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+
+from taskflow.training import seed_all
 
 TRAIN_SETS = ("chnsenticorp", "online_shopping_10_cats", "waimai_10k")
 DEV = ("chnsenticorp", "dev.tsv")
@@ -90,9 +91,7 @@ def main(argv=None) -> int:
     from .model import SentimentNet
 
     data = Path(args.data_dir)
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    paddle.seed(args.seed)
+    rng = seed_all(args.seed)
     started = time.time()
 
     sets = args.train_sets.split(",")
@@ -148,7 +147,6 @@ def main(argv=None) -> int:
     net = SentimentNet(**architecture)
     train_ids = [encode(t)[: 100_000] for t in texts]
     train_y = np.array(labels, dtype="int64")
-    rng = random.Random(args.seed)
     history = {"deep": [], "wide": []}
 
     # ---------------------------------------------------------------- stage 1: deep

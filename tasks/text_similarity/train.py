@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from taskflow.training import BudgetSchedule, fast_cpu_math, log
+from taskflow.training import BudgetSchedule, fast_cpu_math, log, seed_all
 
 from .data import DEFAULT_FILES, Pair, drop_overlap, read_pairs, resolve_files, split_lcqmc_dev
 from .features import Vocab, encode, model_text
@@ -172,9 +172,7 @@ def main(argv=None) -> int:
     from .model import build
 
     started = time.time()
-    rng = random.Random(args.seed)
-    paddle.seed(args.seed)
-    np.random.seed(args.seed)
+    rng = seed_all(args.seed)
 
     overrides = {name: getattr(args, name) for name in DEFAULT_FILES}
     files = resolve_files(args.data_dir, overrides)
