@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from taskflow.tasks.lexical_analysis import normalize
+from taskflow.tasks.lexical_analysis.data import source_label
 from taskflow.training import log
 
 from .categories import NOUN_CLASSES, termid
@@ -287,7 +288,7 @@ def main(argv=None) -> int:
                 "sources": {
                     "thuocl": "lexicon/thuocl/thuocl_all.tsv (MIT)",
                     "cluener": "ner/cluener2020/train.json (train split only; dev is the benchmark's)",
-                    "jieba": [str(p) for p in jieba_paths(args)],
+                    "jieba": [source_label(p) for p in jieba_paths(args)],
                 },
                 "held_out": "THUOCL terms with crc32(normalised term) % 20 == 0, removed from every source",
                 "tree": {"entries": len(tree), **tree_stats},

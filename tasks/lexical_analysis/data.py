@@ -256,6 +256,22 @@ def number_tag(word: str, measures: set[str]) -> bool:
 
 # ------------------------------------------------------------------ lexicon
 
+def source_label(path: str | Path) -> str:
+    """How a manifest names a dictionary file: portable (no local folders), with jieba's version
+    for the dictionary inside the installed jieba package."""
+    path = Path(path)
+    try:
+        import jieba
+
+        if path.resolve() == Path(jieba.__file__).with_name("dict.txt").resolve():
+            import importlib.metadata as md
+
+            return f"jieba {md.version('jieba')} package: jieba/dict.txt"
+    except ImportError:
+        pass
+    return f"{path.parent.name}/{path.name}"
+
+
 class Lexicon:
     """Word -> jieba POS from jieba's dictionaries, plus jieba's POS HMM for fallbacks."""
 
@@ -270,7 +286,7 @@ class Lexicon:
         paths += [Path(p) for p in dictionaries]
         for path in paths:
             self._load(path)
-            self.sources.append(str(path))
+            self.sources.append(source_label(path))
         self.measures = {w for w, t in self.tags.items() if t in ("q", "qg", "mq") and len(w) <= 2}
         self._hmm = None
         self._posseg = None
