@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import sys
 import time
@@ -30,7 +29,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import machine, table, update_section  # noqa: E402
+from common import load_note, machine, quiet_load, table, update_section  # noqa: E402
 
 THREADS = 2
 ACCEPT = {   # expected category -> categories accepted for it
@@ -133,13 +132,13 @@ def main() -> None:
     from taskflow import Taskflow
     from taskflow.tasks.knowledge_mining import Labeller
 
-    load = os.getloadavg()[0]
+    load = quiet_load()
     km = Taskflow("knowledge_mining", batch_size=64, num_threads=THREADS)
     lac = Taskflow("lexical_analysis", batch_size=64, num_threads=THREADS)
     ours, baseline = km.task.labeller, Labeller(None, None, rules=False)
     tree = ours.tree
 
-    lines = [f"Machine: {machine()}; load average at start {load:.1f}. Model: the shipped "
+    lines = [f"Machine: {machine()}; {load_note(load)}. Model: the shipped "
              f"`knowledge_mining/{km.task.manifest.name}` {km.task.manifest.version} (term tree of "
              f"{len(tree):,} entries) over `lexical_analysis/bigru_crf`. Command: `OMP_NUM_THREADS=2 python "
              "benchmarks/accuracy_knowledge_mining.py --data ../shared/data`. Procedure in the script's docstring.", ""]

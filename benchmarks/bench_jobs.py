@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import machine, read_labelled_tsv, table, update_section  # noqa: E402
+from common import load_note, machine, quiet_load, read_labelled_tsv, table, update_section  # noqa: E402
 
 # Runs the CLI in-process and reports its peak RSS and that of its worker processes.
 RUNNER = """
@@ -50,7 +50,7 @@ def main() -> None:
     parser.add_argument("--skip-ray", action="store_true")
     args = parser.parse_args()
 
-    load = os.getloadavg()[0]
+    load = quiet_load()
     texts, _ = read_labelled_tsv(Path(args.data) / "chnsenticorp" / "train.tsv")
     rows, rss_rows = [], []
     with tempfile.TemporaryDirectory() as tmp:
@@ -84,8 +84,7 @@ def main() -> None:
     body = "\n".join([
         "## Batch jobs over files",
         "",
-        f"1-minute load average at start: {load:.1f}"
-        + (" (**other jobs were using the cores: absolute figures are low, ratios hold**)." if load > 0.5 else "."),
+        load_note(load) + ".",
         "",
         f"`taskflow sentiment_analysis --input FILE --output out.jsonl` on {args.lines:,} lines of ChnSentiCorp "
         f"reviews (shipped model, batch 32), each case a fresh process. Machine: {machine()}. "

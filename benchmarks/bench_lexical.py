@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import machine, table, update_section  # noqa: E402
+from common import load_note, machine, quiet_load, table, update_section  # noqa: E402
 
 THREADS = 2
 
@@ -125,10 +125,7 @@ def main_speed(args) -> None:
     jieba.setLogLevel(60)
     texts, gold = msra_dev(Path(args.data))
     n_chars = sum(map(len, texts))
-    load = os.getloadavg()[0]
-    lines = [f"Machine: {machine()}; 1-minute load average at start {load:.1f}"
-             + (" (**other jobs were using the cores: absolute figures are low, ratios hold**)" if load > 0.5 else "")
-             + f". Texts: MSRA dev ({len(texts)} sentences, {n_chars:,} chars, "
+    lines = [f"Machine: {machine()}; {load_note(quiet_load())}. Texts: MSRA dev ({len(texts)} sentences, {n_chars:,} chars, "
              f"mean {n_chars / len(texts):.0f}). Model: the shipped `lexical_analysis/bigru_crf`, static graph "
              f"(Paddle Inference, oneDNN, {THREADS} threads); jieba {jieba.__version__} in the same process "
              f"(pure Python, one thread). Each figure is the median of {args.rounds} interleaved rounds of at least "

@@ -9,7 +9,6 @@ Texts are ChnSentiCorp test reviews.  Figures go to benchmarks/RESULTS.md.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -19,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import machine, read_labelled_tsv, table, update_section  # noqa: E402
+from common import load_note, machine, quiet_load, read_labelled_tsv, table, update_section  # noqa: E402
 
 
 def rss_mb() -> float:
@@ -88,10 +87,7 @@ def main() -> None:
     from taskflow import Taskflow
 
     texts, _ = read_labelled_tsv(Path(args.data) / "chnsenticorp" / "test.tsv")
-    load = os.getloadavg()[0]
-    lines = [f"Machine: {machine()}; 1-minute load average at start {load:.1f}"
-             + (" (**other jobs were using the cores: absolute figures are low, ratios hold**)" if load > 0.5 else "")
-             + f". Texts: ChnSentiCorp test ({len(texts)} reviews, "
+    lines = [f"Machine: {machine()}; {load_note(quiet_load())}. Texts: ChnSentiCorp test ({len(texts)} reviews, "
              f"mean {sum(map(len, texts)) / len(texts):.0f} chars). Command: "
              "`python benchmarks/bench_sentiment.py --data ../shared/data/sentiment`.", ""]
 

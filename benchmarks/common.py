@@ -8,6 +8,7 @@ import datetime
 import os
 import platform
 import re
+import time
 from pathlib import Path
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
@@ -21,6 +22,25 @@ def machine() -> str:
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
         f"paddlepaddle {paddle}, {datetime.date.today().isoformat()}"
     )
+
+
+def quiet_load(limit: float = 0.5, wait: float = 120.0) -> float:
+    """The 1-minute load average once it falls below ``limit`` (waiting at most ``wait`` s).
+
+    The average decays over about a minute, so right after another command it still shows that
+    command; waiting tells a busy machine from a machine that just was."""
+    deadline = time.time() + wait
+    while os.getloadavg()[0] > limit and time.time() < deadline:
+        time.sleep(5)
+    return os.getloadavg()[0]
+
+
+def load_note(load: float, limit: float = 0.5) -> str:
+    """How RESULTS.md states the load at the start of a run (see :func:`quiet_load`)."""
+    note = f"1-minute load average at start {load:.1f}"
+    if load > limit:
+        note += " (**other work was using the cores: absolute figures are low, ratios within the run hold**)"
+    return note
 
 
 def _has(dist: str) -> bool:
