@@ -1,6 +1,7 @@
 """Pieces the training recipes (``tasks/<task>/train.py``) share; the product never imports this.
 
 * :func:`log`: a time-stamped line on stderr.
+* :func:`portable_path`: how a manifest names a data file (no local folders).
 * :func:`seed_all`: seed Python's, numpy's and Paddle's generators at once.
 * :func:`fast_cpu_math`: call before Paddle loads, so MKL uses its fast kernels on AMD CPUs too.
 * :class:`BudgetSchedule`: warm-up then linear learning-rate decay over a run
@@ -16,13 +17,26 @@ import random
 import sys
 import time
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 
-__all__ = ["log", "seed_all", "fast_cpu_math", "BudgetSchedule"]
+__all__ = ["log", "portable_path", "seed_all", "fast_cpu_math", "BudgetSchedule"]
 
 
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def portable_path(path: str | Path, root: str | Path | None = None) -> str:
+    """A data file as a shipped manifest records it: relative to the data root ``root`` when it
+    is below it, else its folder and name, never the folders of the machine it was built on."""
+    path = Path(path)
+    if root:
+        try:
+            return path.resolve().relative_to(Path(root).resolve()).as_posix()
+        except ValueError:
+            pass
+    return "/".join(path.parts[-2:])
 
 
 def seed_all(seed: int) -> random.Random:

@@ -259,6 +259,8 @@ def number_tag(word: str, measures: set[str]) -> bool:
 def source_label(path: str | Path) -> str:
     """How a manifest names a dictionary file: portable (no local folders), with jieba's version
     for the dictionary inside the installed jieba package."""
+    from taskflow.training import portable_path     # recipes only; the product never imports it
+
     path = Path(path)
     try:
         import jieba
@@ -269,7 +271,7 @@ def source_label(path: str | Path) -> str:
             return f"jieba {md.version('jieba')} package: jieba/dict.txt"
     except ImportError:
         pass
-    return f"{path.parent.name}/{path.name}"
+    return portable_path(path)
 
 
 class Lexicon:

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from taskflow.training import BudgetSchedule, fast_cpu_math, log, seed_all
+from taskflow.training import BudgetSchedule, fast_cpu_math, log, portable_path, seed_all
 
 from .data import FEATURES, Vocab, encode, merge, normalise, prepare, segment_context, windows, best_spans
 from .metrics import evaluate
@@ -292,7 +292,8 @@ def main(argv=None) -> int:
         vectors = char_vectors(corpus, vocab, args.char_dim, seed=args.seed)
         network.embed.weight.set_value(vectors)
         pretrain = {"method": "SVD of shifted PPMI char co-occurrences, window 3, unit rows",
-                    "files": [str(f) for f in args.pretrain_files] + ["training contexts and questions"],
+                    "files": [portable_path(f, args.data_dir) for f in args.pretrain_files]
+                    + ["training contexts and questions"],
                     "chars": sum(len(t) for t in corpus)}
         log(f"char vectors from {pretrain['chars']:,} chars in {time.time() - t:.0f}s")
     network.train()
@@ -374,7 +375,8 @@ def main(argv=None) -> int:
             "max_answer_len": args.max_answer_len,
             "max_question_len": args.max_question_len,
             "training": {
-                "train_file": str(files["train"]), "selection_file": str(files["selection"]),
+                "train_file": portable_path(files["train"], args.data_dir),
+                "selection_file": portable_path(files["selection"], args.data_dir),
                 "questions": len(train_rows), "source": SOURCE, "char_vectors": pretrain, "window": args.window, "neg_rate": args.neg_rate,
                 "vocab": {"chars": len(vocab.char_list), "words": len(vocab.segmenter.logp),
                           "min_char": args.min_char, "min_word": args.min_word,

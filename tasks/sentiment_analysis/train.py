@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from taskflow.training import seed_all
+from taskflow.training import portable_path, seed_all
 
 TRAIN_SETS = ("chnsenticorp", "online_shopping_10_cats", "waimai_10k")
 DEV = ("chnsenticorp", "dev.tsv")
@@ -158,7 +158,7 @@ def main(argv=None) -> int:
                 if not key.startswith("wide_"):
                     state[key] = paddle.to_tensor(stored[key].astype("float32"))
             net.set_state_dict(state)
-        history["deep"].append({"from": str(args.deep_init)})
+        history["deep"].append({"from": portable_path(args.deep_init)})
     else:
         rows = list(range(len(train_ids))) + list(range(chn_rows)) * (args.chn_weight - 1)
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from taskflow.training import BudgetSchedule, fast_cpu_math, log, seed_all
+from taskflow.training import BudgetSchedule, fast_cpu_math, log, portable_path, seed_all
 
 from .data import DEFAULT_FILES, Pair, drop_overlap, read_pairs, resolve_files, split_lcqmc_dev
 from .features import Vocab, encode, model_text
@@ -303,7 +303,7 @@ def main(argv=None) -> int:
             "max_length": MAX_LENGTH,
             "threshold": threshold,
             "training": {
-                "train_files": {k: str(files[k]) for k in ("bq_train", "afqmc_train", "lcqmc_dev")},
+                "train_files": {k: portable_path(files[k], args.data_dir) for k in ("bq_train", "afqmc_train", "lcqmc_dev")},
                 "train_pairs": {k: len(v) for k, v in parts.items()},
                 "dropped_overlap_with_eval": dropped,
                 "lcqmc_dev_split": {"seed": args.seed, "held_out": args.lcqmc_held_out,
