@@ -164,6 +164,27 @@ def test_words_cover_the_text_exactly(tiny, task):
         assert all(w.strip() == w or not w.strip() for w in words), "whitespace inside a word"
 
 
+def test_unseen_symbols_are_words_of_their_own():
+    from taskflow.tasks.lexical_analysis import mark_unseen_symbols
+
+    text = "上海😀😀，龘好👨\u200d👩\ufe0f了"
+    known = {c: i for i, c in enumerate("上海，好了")}
+    begins = [True] + [False] * (len(text) - 1)
+    tags = ["LOC"] * 4 + ["n"] * (len(text) - 4)
+    mark_unseen_symbols(text, known, begins, tags)
+    words = words_from_labels(text, begins, tags)
+    assert [(text[s:e], t) for s, e, t in words] == [
+        ("上海", "LOC"), ("😀😀", "w"), ("，龘好", "n"), ("👨\u200d👩\ufe0f", "w"), ("了", "n")]
+
+
+def test_unseen_symbols_through_the_task(tiny):
+    text = "李明😀😀在北京大学👨\u200d👩\u200d👧见到了王芳"
+    result = flow(tiny)(text)[0]
+    pairs = list(zip(result["segs"], result["tags"]))
+    assert ("😀😀", "w") in pairs and ("👨\u200d👩\u200d👧", "w") in pairs
+    assert "".join(result["segs"]) == text
+
+
 def test_user_dict_wins_over_the_model_in_every_task(tiny):
     user = ["北京大学/ORG", "王芳/PER", "李 明/PER"]
     text = "李明昨天在北京大学见到了王芳"

@@ -28,6 +28,7 @@ longer than the model's window are split at sentence ends and joined back.
 from __future__ import annotations
 
 import json
+import unicodedata
 from typing import Any, Iterable
 
 import numpy as np
@@ -89,6 +90,27 @@ def encode(texts: list[str], chars: dict[str, int], bigrams: dict[str, int]) -> 
         padded = BOS + text + EOS
         bigram_ids[row, : len(text) + 1] = [bigrams.get(padded[i:i + 2], UNK) for i in range(len(text) + 1)]
     return {"char_ids": char_ids, "bigram_ids": bigram_ids}
+
+
+def mark_unseen_symbols(text: str, known: dict[str, int], begins: list[bool], tags: list[str]) -> None:
+    """Make each run of symbols the model never saw (emoji, rare signs, control chars) one ``w`` word.
+
+    The model reads an unseen char as [UNK] and has no evidence to attach it to a neighbour, yet it
+    often does (上海😀 as one place).  A run keeps combining marks, variation selectors and
+    zero-width joiners with it, so an emoji sequence stays whole.  ``text`` is the normalised text;
+    ``begins``/``tags`` are changed in place."""
+    run = False
+    for i, ch in enumerate(text):
+        category = unicodedata.category(ch)
+        unseen_symbol = ch not in known and not ch.isspace() and category[0] in "SPC"
+        if unseen_symbol or (run and category[0] == "M"):
+            begins[i] = not run
+            tags[i] = "w"
+            run = True
+        else:
+            if run:
+                begins[i] = True
+            run = False
 
 
 def words_from_labels(text: str, begins: list[bool], tags: list[str]) -> list[tuple[int, int, str]]:
@@ -170,8 +192,10 @@ class LexicalAnalysisTask(TextTask):
         for offset, _ in units:
             if offset < len(begins):
                 begins[offset] = True
+        norm = normalize(item)
+        mark_unseen_symbols(norm, self.chars, begins, tags)
         if self.user_dict is not None:
-            self.user_dict.apply(normalize(item), begins, tags)
+            self.user_dict.apply(norm, begins, tags)
         return self.format_result(item, words_from_labels(item, begins, tags))
 
     def format_result(self, text: str, words: list[tuple[int, int, str]]) -> Any:
