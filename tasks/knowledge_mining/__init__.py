@@ -40,17 +40,15 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 from typing import Any, Iterable
 
 from taskflow.errors import InvalidInputError, UserDictError
 from taskflow.registry import register_task
 from taskflow.task import TextTask
-from taskflow.text import read_text_file
 from taskflow.tasks.lexical_analysis import (
     LexicalAnalysisTask, check_entity_labels, entity_result, normalize, words_from_labels,
 )
-from taskflow.tasks.lexical_analysis.user_dict import DictItem, UserDict
+from taskflow.tasks.lexical_analysis.user_dict import DictItem, UserDict, user_dict_lines
 
 from .categories import (
     CANDIDATES, CATEGORIES, ENTITY_CATEGORIES, FUNCTION_WORDS, LAC_TO_WORDTAG, NOUN_CLASSES,
@@ -182,26 +180,9 @@ def load_user_dict(source: Any, *, format: str = "auto") -> UserDict:
         raise UserDictError(
             f"user_dict_format for knowledge_mining must be 'auto' or 'lac' (lines like 长津湖/作品类_实体), got {format!r}"
         )
-    if isinstance(source, (str, os.PathLike)):
-        path = Path(source).expanduser()
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"user_dict file {str(path)!r} does not exist; pass a path to a UTF-8 text file "
-                "or a list of lines such as ['长津湖/作品类_实体']"
-            )
-        lines, where = read_text_file(path, UserDictError).splitlines(), str(path)
-    elif isinstance(source, (list, tuple)):
-        lines, where = list(source), "user_dict"
-    else:
-        raise UserDictError(
-            f"user_dict must be a file path or a list of str lines, got {type(source).__name__}; "
-            "e.g. user_dict=['长津湖/作品类_实体']"
-        )
+    lines, where = user_dict_lines(source, example=["长津湖/作品类_实体"])
     items: dict[str, DictItem] = {}
     for number, line in enumerate(lines, 1):
-        if not isinstance(line, str):
-            raise UserDictError(f"user_dict line {number} must be a str, got {type(line).__name__} ({line!r})",
-                                source=where, line=number)
         if not line.strip():
             continue
         words, tags = [], []

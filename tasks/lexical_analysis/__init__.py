@@ -101,9 +101,9 @@ def mark_unseen_symbols(text: str, known: dict[str, int], begins: list[bool], ta
     ``begins``/``tags`` are changed in place."""
     run = False
     for i, ch in enumerate(text):
-        category = unicodedata.category(ch)
-        unseen_symbol = ch not in known and not ch.isspace() and category[0] in "SPC"
-        if unseen_symbol or (run and category[0] == "M"):
+        # Almost every char is in the vocabulary: look it up before asking for its category.
+        kind = "" if ch in known else unicodedata.category(ch)[0]
+        if (kind and kind in "SPC" and not ch.isspace()) or (run and kind == "M"):
             begins[i] = not run
             tags[i] = "w"
             run = True

@@ -44,6 +44,25 @@ _TAG = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _JIEBA_LINE = re.compile(r"(\S+)(?:\s+(\d+))?(?:\s+([A-Za-z][A-Za-z0-9_]*))?")
 
 
+def user_dict_lines(source: Any, *, example: list[str]) -> tuple[list[str], str]:
+    """The lines of a user dictionary given as a file path (``str`` or ``os.PathLike``) or a list
+    of str, and how messages name it; ``example`` lines show the format in the errors."""
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(f"user_dict file {str(path)!r} does not exist; pass a path to a UTF-8 text "
+                                    f"file or a list of lines such as {example!r}")
+        return read_text_file(path, UserDictError).splitlines(), str(path)
+    if isinstance(source, (list, tuple)):
+        for number, line in enumerate(source, 1):
+            if not isinstance(line, str):
+                raise UserDictError(f"user_dict line {number} must be a str, got {type(line).__name__} ({line!r})",
+                                    source="user_dict", line=number)
+        return list(source), "user_dict"
+    raise UserDictError(f"user_dict must be a file path or a list of str lines, got {type(source).__name__}; "
+                        f"e.g. user_dict='my_dict.txt' or user_dict={example!r}")
+
+
 class UserDictFormat(str, Enum):
     AUTO = "auto"
     LAC = "lac"
@@ -89,27 +108,7 @@ class UserDict:
             fmt = UserDictFormat(format)
         except ValueError:
             raise UserDictError(f"user_dict_format must be one of 'auto', 'lac', 'jieba'; got {format!r}") from None
-        if isinstance(source, (str, os.PathLike)):
-            path = Path(source).expanduser()
-            if not path.is_file():
-                raise FileNotFoundError(
-                    f"user_dict file {str(path)!r} does not exist; pass a path to a UTF-8 text file "
-                    "or a list of lines such as ['春天/SEASON', '花 开/v']"
-                )
-            lines, where = read_text_file(path, UserDictError).splitlines(), str(path)
-        elif isinstance(source, (list, tuple)):
-            for i, line in enumerate(source):
-                if not isinstance(line, str):
-                    raise UserDictError(
-                        f"user_dict line {i + 1} must be a str, got {type(line).__name__} ({line!r})",
-                        source="user_dict", line=i + 1,
-                    )
-            lines, where = list(source), "user_dict"
-        else:
-            raise UserDictError(
-                f"user_dict must be a file path or a list of str lines, got {type(source).__name__}; "
-                "e.g. user_dict='my_dict.txt' or user_dict=['春天/SEASON', '花 开/v']"
-            )
+        lines, where = user_dict_lines(source, example=["春天/SEASON", "花 开/v"])
         return cls.from_lines(lines, format=fmt, normalize=normalize, tag_map=tag_map, source=where)
 
     @classmethod
