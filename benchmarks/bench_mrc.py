@@ -12,14 +12,13 @@ Figures go to benchmarks/RESULTS.md.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import machine, table, update_section  # noqa: E402
+from common import load_note, machine, quiet_load, table, update_section  # noqa: E402
 
 
 def items_of_length(rows, length: int, count: int) -> list[dict]:
@@ -54,7 +53,7 @@ def main() -> None:
     from taskflow.tasks.reading_comprehension.train import read_squad
 
     rows = read_squad(Path(args.data) / "dev.json")
-    load = os.getloadavg()[0]
+    load = quiet_load()
     with tempfile.TemporaryDirectory() as home:
         start = time.perf_counter()
         flow = Taskflow("reading_comprehension", home=home)
@@ -73,14 +72,12 @@ def main() -> None:
             dynamic = throughput(Taskflow("reading_comprehension", batch_size=batch, static=False), items, args.seconds)
             cells.append([f"{length:,}", batch, f"{static:.2f}", f"{dynamic:.2f}", f"{static / dynamic:.2f}x",
                           f"{1000 / static:.0f}"])
-    load_after = os.getloadavg()[0]
 
     body = "\n".join([
         "## reading_comprehension: speed",
         "",
         f"Model `{manifest.name}` {manifest.version}, windows of {flow.task.max_seq_len} chars with "
-        f"{flow.task.doc_stride} overlap. Machine: {machine()}; 1-minute load average {load:.2f} before, "
-        f"{load_after:.2f} after (other jobs share this machine). Command: "
+        f"{flow.task.doc_stride} overlap. Machine: {machine()}; {load_note(load)}. Command: "
         "`python benchmarks/bench_mrc.py --data ../shared/data/mrc/cmrc2018`.",
         "",
         f"Construction including the first call: {cold:.2f} s cold (empty cache, static export included), "
