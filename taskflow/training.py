@@ -1,5 +1,10 @@
 """Pieces the training recipes (``tasks/<task>/train.py``) share; the product never imports this.
 
+* :func:`recipe_parser`: a recipe's command line, with the options every recipe has.
+* :class:`PackageDraft`: the package a recipe writes: files made in a scratch folder, then a
+  manifest pinning each by sha256 and size; :func:`update_manifest` adds figures measured later.
+* :func:`framework_versions`: the library versions a manifest records.
+* :func:`snapshot` / :func:`restore`: keep the best weights seen during a run.
 * :func:`log`: a time-stamped line on stderr.
 * :func:`portable_path`: how a manifest names a data file (no local folders).
 * :func:`seed_all`: seed Python's, numpy's and Paddle's generators at once.
@@ -12,15 +17,129 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import random
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator, Mapping
 
-__all__ = ["log", "portable_path", "seed_all", "fast_cpu_math", "BudgetSchedule"]
+__all__ = ["recipe_parser", "PackageDraft", "update_manifest", "framework_versions", "snapshot", "restore",
+           "log", "portable_path", "seed_all", "fast_cpu_math", "BudgetSchedule"]
+
+
+def recipe_parser(task: str, doc: str | None, *, data: str, name: str | None, seed: int = 1,
+                  data_required: bool = False, out: str | None = None) -> argparse.ArgumentParser:
+    """The command line of ``taskflow train <task>``, with the options every recipe has.
+
+    ``--data-dir`` (``data`` says what it holds), ``--out`` (required unless ``out`` is a
+    default), ``--name`` (``None``: the ``--out`` folder's name), ``--version`` and ``--seed``;
+    the recipe adds its own.  ``doc`` (the recipe's docstring) is the help text as written.
+    """
+    parser = argparse.ArgumentParser(prog=f"taskflow train {task}", description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", required=data_required, help=data)
+    parser.add_argument("--out", required=out is None, default=out, help="where to write the model package")
+    parser.add_argument("--name", default=name, help="model name in the manifest (default: %(default)s)"
+                        if name else "model name in the manifest (default: the --out folder's name)")
+    parser.add_argument("--version", default="1.0.0", help="model version in the manifest")
+    parser.add_argument("--seed", type=int, default=seed, help="seeds every generator (default: %(default)s)")
+    return parser
+
+
+class PackageDraft:
+    """The model package a recipe writes: its files are made in a scratch folder
+    (``draft / "vocab.json"``), and :meth:`write` copies them to ``args.out`` with a manifest
+    naming the task, ``args.name`` and ``args.version`` and pinning each file by sha256 and size.
+
+    >>> with PackageDraft(args, "text_similarity") as draft:            # doctest: +SKIP
+    ...     draft.ship_weights(network, float16=lambda name: "_emb." in name)
+    ...     vocab.save(draft / "vocab.json")
+    ...     draft.write({"architecture": ..., "metrics": ...})
+    """
+
+    def __init__(self, args: argparse.Namespace, task: str, *, started: float | None = None):
+        self.out = Path(args.out)
+        self.identity = {"task": task, "name": args.name or self.out.name, "version": args.version}
+        self.started = time.time() if started is None else started
+        self._names: list[str] = []     # in the order asked for, which the manifest keeps
+
+    def __enter__(self) -> "PackageDraft":
+        self._scratch = tempfile.TemporaryDirectory(prefix="taskflow-package-")
+        self.folder = Path(self._scratch.name)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._scratch.cleanup()
+
+    def __truediv__(self, name: str) -> Path:
+        if name not in self._names:
+            self._names.append(name)
+        return self.folder / name
+
+    def ship_weights(self, network, float16: Callable[[str], bool], name: str = "weights.npz") -> Path:
+        """Save ``network``'s weights as they ship (``float16(name)`` ones halved) and load them
+        back into it, so that what the recipe evaluates next is exactly what ships."""
+        from taskflow.predictor import load_weights, save_weights
+
+        path = self / name
+        save_weights(network, path, float16=float16)
+        load_weights(network, path)
+        network.eval()
+        return path
+
+    def write(self, fields: Mapping[str, Any]):
+        """Write the package: every file made in the draft, and the manifest (identity, then ``fields``)."""
+        from taskflow.packages import write_package
+
+        files = {name: self.folder / name for name in self._names if (self.folder / name).is_file()}
+        manifest = write_package(self.out, {**self.identity, **fields}, files)
+        size = sum(entry["size"] for entry in manifest.files.values())
+        log(f"wrote {self.out}: {manifest.name} {manifest.version}, {size / 1e6:.1f} MB, "
+            f"{(time.time() - self.started) / 60:.1f} min after the start")
+        return manifest
+
+
+def update_manifest(package_dir: str | Path, fields: Mapping[str, Any]):
+    """Add or replace ``fields`` (figures measured on the written package, say) in its manifest;
+    the files, and so their sha256, stay as they are."""
+    from taskflow.packages import Manifest, write_package
+
+    package_dir = Path(package_dir)
+    manifest = Manifest.load(package_dir / "manifest.json")
+    kept = {k: v for k, v in manifest.data.items() if k != "files"}
+    return write_package(package_dir, {**kept, **fields}, {name: package_dir / name for name in manifest.files})
+
+
+_MODULES = {"paddlepaddle": "paddle", "numpy": "numpy", "scikit-learn": "sklearn", "jieba": "jieba"}
+
+
+def framework_versions(*distributions: str) -> dict[str, str]:
+    """``{"paddlepaddle": "3.3.1", ...}``: the versions of the libraries a package was trained with.
+
+    Read from the imported modules, not the installed distributions' metadata: paddlepaddle-gpu
+    is imported as ``paddle`` too, and has no ``paddlepaddle`` distribution.
+    """
+    import importlib
+
+    return {name: importlib.import_module(_MODULES.get(name, name)).__version__ for name in distributions}
+
+
+def snapshot(network, keep: Callable[[str], bool] = lambda name: True) -> dict:
+    """Copies of ``network``'s weights (those whose name ``keep`` accepts), for :func:`restore`."""
+    return {k: v.numpy().copy() for k, v in network.state_dict().items() if keep(k)}
+
+
+def restore(network, state: Mapping) -> None:
+    """Put weights from :func:`snapshot` back; weights the snapshot left out stay as they are."""
+    import paddle
+
+    current = network.state_dict()
+    current.update({k: paddle.to_tensor(v) for k, v in state.items()})
+    network.set_state_dict(current)
 
 
 def log(message: str) -> None:

@@ -1,0 +1,199 @@
+"""Every training recipe (``tasks/<task>/train.py``), run through ``taskflow train`` for a few
+steps on tiny data written here, writes a package that ``Taskflow(task, task_path=...)`` runs.
+
+The data mimic the layout and formats of ``../shared/data`` (which the suite never needs);
+the networks are a few hundred parameters wide, so each recipe takes seconds, not hours.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from taskflow import Taskflow
+from taskflow.cli import main as cli
+from taskflow.packages import Manifest
+
+jieba = pytest.importorskip("jieba")     # every recipe but sentiment's finds words with it
+
+POSITIVE = ["这家酒店很干净，服务也好", "房间很大，早餐好吃", "快递很快，质量不错", "书很好看，推荐购买",
+            "手机屏幕清楚，电池耐用", "菜很好吃，价格实惠", "环境安静，服务热情", "非常满意，下次再来"]
+NEGATIVE = ["等了一个小时还没上菜", "房间很脏，服务太差", "快递太慢，质量很差", "书是盗版，不推荐",
+            "手机屏幕坏了，电池不行", "菜太咸了，价格太贵", "环境吵闹，服务冷淡", "非常失望，再也不来"]
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def tsv(path: Path, header: str, rows) -> Path:
+    return write(path, header + "\n" + "".join("\t".join(map(str, row)) + "\n" for row in rows))
+
+
+def train(task: str, *options: str) -> Manifest:
+    assert cli(["train", task, *options]) == 0
+    out = Path(options[options.index("--out") + 1])
+    manifest = Manifest.load(out / "manifest.json")
+    assert manifest.task == task
+    return manifest
+
+
+# ------------------------------------------------------------------ sentiment_analysis
+
+def test_sentiment_recipe(tmp_path):
+    rows = [(1, t) for t in POSITIVE] + [(0, t) for t in NEGATIVE]
+    data = tmp_path / "sentiment"
+    for folder, files in {"chnsenticorp": ("train", "dev", "test", "test.dedup"),
+                          "online_shopping_10_cats": ("train", "test"), "waimai_10k": ("train", "test")}.items():
+        for name in files:
+            tsv(data / folder / f"{name}.tsv", "label\ttext", rows)
+    out = tmp_path / "model"
+    manifest = train("sentiment_analysis", "--data-dir", str(data), "--out", str(out), "--min-freq", "1",
+                     "--embed-dim", "8", "--bigram-buckets", "64", "--ngram-dim", "4", "--conv-channels", "4",
+                     "--max-kernel", "2", "--wide-buckets", "256", "--batch-size", "8", "--epochs", "1",
+                     "--wide-epochs", "1", "--max-len", "16")
+    assert manifest["training"]["train_files"][0] == "chnsenticorp/train.tsv"
+    assert set(manifest["metrics"]) >= {"chnsenticorp_test", "waimai_test"}
+
+    results = Taskflow("sentiment_analysis", task_path=out)(POSITIVE[:2] + ["好" * 40])
+    assert [r["label"] in ("positive", "negative") for r in results] == [True] * 3
+
+
+# -------------------------------------------------------------------- lexical_analysis
+
+PEOPLE = ["李明", "王芳", "张伟", "刘洋", "陈静", "赵磊", "周杰", "吴敏"]
+PLACES = ["北京", "上海", "杭州", "南京"]
+ORGS = ["北京大学", "人民银行", "新华社"]
+
+
+def msra_sentences(rng: random.Random, count: int) -> list[str]:
+    """MSRA-style ``word/tag`` lines: ``o`` for plain words, ``nr``/``ns``/``nt`` for names."""
+    lines = []
+    for _ in range(count):
+        words = [f"{rng.choice(PEOPLE)}/nr", "昨天/o", "在/o", f"{rng.choice(PLACES + ORGS)}/ns", "见到/o", "了/o",
+                 f"{rng.choice(PEOPLE)}/nr", "，/o", "他们/o", "在/o", f"{rng.choice(ORGS)}/nt", "工作/o", "。/o"]
+        lines.append(" ".join(words))
+    return lines
+
+
+def test_lexical_recipe(tmp_path):
+    rng = random.Random(0)
+    data = tmp_path / "data"
+    write(data / "lexical/msra_seg_propn/train.txt", "\n".join(msra_sentences(rng, 40)) + "\n")
+    write(data / "lexical/msra_seg_propn/dev.txt", "\n".join(msra_sentences(rng, 8)) + "\n")
+    tsv(data / "lexicon/jieba_dict_small/dict_small.tsv", "term\tfreq\tpos",
+        [("昨天", 100, "t"), ("见到", 50, "v"), ("工作", 80, "vn"), ("他们", 90, "r")])
+    ner = [f"{ch}\t{'B-PER' if i == 0 else 'I-PER' if i == 1 else 'O'}" for i, ch in enumerate("王芳在杭州工作。")]
+    write(data / "ner/msra/test.txt", "\n".join(ner) + "\n\n")
+    ud = [(1, "王芳", "PROPN", "NNP"), (2, "在", "ADP", "IN"), (3, "杭州", "PROPN", "NNP"), (4, "工作", "VERB", "VV")]
+    write(data / "lexical/ud_chinese_gsd/test.conll",
+          "".join(f"{i}\t{form}\t_\t{upos}\t{xpos}\t_\t0\troot\t_\t_\n" for i, form, upos, xpos in ud) + "\n")
+    out = tmp_path / "model"
+    manifest = train("lexical_analysis", "--data-dir", str(data), "--out", str(out), "--epochs", "1",
+                     "--batch-size", "16", "--char-dim", "8", "--bigram-dim", "4", "--hidden-size", "8",
+                     "--num-layers", "1", "--min-char-count", "1", "--min-bigram-count", "1", "--name-lists", "4",
+                     "--max-length", "64")
+    assert manifest["training"]["data"]["lexicons"][-1] == "jieba_dict_small/dict_small.tsv"
+    assert set(manifest["metrics"]) >= {"msra_dev_segmentation", "msra_ner_test_entities", "ud_gsd_test_coarse_pos"}
+
+    (words,) = Taskflow("lexical_analysis", task_path=out)(["李明在上海见到了王芳"])
+    assert "".join(words["segs"]) == "李明在上海见到了王芳" and len(words["tags"]) == len(words["segs"])
+
+
+# --------------------------------------------------------------------- text_similarity
+
+SAME = [("怎么修改微信密码", "微信密码怎么改"), ("明天天气怎么样", "明天天气如何"), ("信用卡怎么还款", "信用卡如何还款"),
+        ("酒店几点退房", "酒店退房时间是几点"), ("快递多久能到", "快递几天能到"), ("手机没电了怎么办", "手机没电怎么办")]
+DIFFERENT = [("怎么修改微信密码", "明天天气怎么样"), ("信用卡怎么还款", "酒店几点退房"), ("快递多久能到", "手机没电了怎么办"),
+             ("明天天气如何", "信用卡如何还款"), ("酒店退房时间是几点", "微信密码怎么改"), ("快递几天能到", "书好看吗")]
+
+
+def test_text_similarity_recipe(tmp_path):
+    def pairs(suffix: str):
+        return [(a + suffix, b + suffix, 1) for a, b in SAME] + [(a + suffix, b + suffix, 0) for a, b in DIFFERENT]
+
+    data = tmp_path / "matching"
+    # Distinct texts per split, so that no training pair is dropped as shared with an evaluation split.
+    for relative, suffix in {"bq_corpus/train.tsv": "", "afqmc/train.tsv": "？", "lcqmc/dev.tsv": "呢",
+                             "bq_corpus/dev.tsv": "啊", "lcqmc/test.tsv": "吗", "bq_corpus/test.tsv": "吧",
+                             "afqmc/dev.tsv": "呀"}.items():
+        tsv(data / relative, "text_a\ttext_b\tlabel", pairs(suffix))
+    out = tmp_path / "model"
+    manifest = train("text_similarity", "--data-dir", str(data), "--out", str(out), "--arch", "siamese",
+                     "--char-dim", "8", "--word-dim", "4", "--hidden", "6", "--enc-layers", "1", "--min-char", "1",
+                     "--min-word", "1", "--lcqmc-held-out", "4", "--epochs", "2", "--batch-size", "8",
+                     "--warmup", "2", "--evals", "2")
+    assert manifest["training"]["train_files"]["lcqmc_dev"] == "lcqmc/dev.tsv"
+    assert set(manifest["metrics"]["report"]) == {"lcqmc_test", "bq_test", "afqmc_dev"}
+
+    results = Taskflow("text_similarity", task_path=out)([["怎么修改微信密码", "微信密码怎么改"], ("明天天气", "信用卡")])
+    assert len(results) == 2 and all(0.0 <= r["similarity"] <= 1.0 for r in results)
+
+
+# -------------------------------------------------------------------- knowledge_mining
+
+def test_knowledge_mining_recipe(tmp_path):
+    pytest.importorskip("sklearn")     # the category classifier is fitted with scikit-learn's SGDClassifier
+    data = tmp_path / "data"
+    tsv(data / "lexicon/thuocl/thuocl_all.tsv", "term\tcategory\tfreq",
+        [("字符串", "it", 395499), ("初始化", "it", 372767), ("杭州", "place", 90000), ("西湖公园", "place", 800),
+         ("红烧肉", "food", 5000), ("曹雪芹", "historical_figure", 3000), ("熊猫", "animal", 7000),
+         ("感冒", "medical", 6000), ("一帆风顺", "idiom", 500), ("汽车", "car", 9000), ("股票", "finance", 8000),
+         ("合同法", "law", 700), ("床前明月光", "poem", 100)])
+    cluener = [{"text": "浙商银行企业信贷部叶老桂博士", "label": {"name": {"叶老桂": [[9, 11]]},
+                                                       "company": {"浙商银行": [[0, 3]]}}},
+               {"text": "红楼梦的作者是曹雪芹", "label": {"book": {"红楼梦": [[0, 2]]}, "name": {"曹雪芹": [[7, 9]]}}}]
+    write(data / "ner/cluener2020/train.json", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in cluener))
+    tsv(data / "lexicon/jieba_dict_small/dict_small.tsv", "term\tfreq\tpos", [("王芳", 30, "nr"), ("南京", 400, "ns")])
+    jieba_dict = write(tmp_path / "dict.txt", "记者 900 n\n医院 800 n\n电脑 700 n\n新华社 600 nt\n张伟 50 nr\n")
+    out = tmp_path / "termtree"
+    manifest = train("knowledge_mining", "--data", str(data), "--out", str(out), "--jieba-dict", str(jieba_dict),
+                     "--buckets", "256")
+    assert manifest.name == "termtree"
+    assert manifest["training"]["sources"]["jieba"] == [f"{tmp_path.name}/dict.txt", "jieba_dict_small/dict_small.tsv"]
+    assert manifest["training"]["tree"]["entries"] > 10
+
+    (result,) = Taskflow("knowledge_mining", task_path=out)(["红楼梦的作者是曹雪芹"])
+    assert "".join(item["item"] for item in result["items"]) == "红楼梦的作者是曹雪芹"
+
+
+# --------------------------------------------------------------- reading_comprehension
+
+CONTEXTS = [
+    ("杭州市是浙江省的省会，位于中国东南沿海。西湖在杭州市的西面。", [("浙江省的省会是哪里？", "杭州市"), ("西湖在哪里？", "杭州市的西面")]),
+    ("曹雪芹是清代作家，他写了红楼梦。红楼梦是中国古典小说。", [("红楼梦是谁写的？", "曹雪芹"), ("曹雪芹是哪个朝代的作家？", "清代")]),
+    ("北京大学创办于一八九八年，是中国的一所大学。", [("北京大学创办于哪一年？", "一八九八年"), ("北京大学是什么？", "中国的一所大学")]),
+]
+
+
+def squad(rows) -> str:
+    paragraphs = [{"id": f"P{i}", "context": context,
+                   "qas": [{"id": f"Q{i}_{j}", "question": q, "answers": [{"text": a, "answer_start": context.index(a)}]}
+                           for j, (q, a) in enumerate(qas)]}
+                  for i, (context, qas) in enumerate(rows)]
+    return json.dumps({"version": "v1.0", "data": [{"paragraphs": paragraphs}]}, ensure_ascii=False)
+
+
+def test_reading_comprehension_recipe(tmp_path):
+    pytest.importorskip("sklearn")     # char vectors come from scikit-learn's randomized SVD
+    data = tmp_path / "cmrc2018"
+    write(data / "train.json", squad(CONTEXTS * 3))
+    write(data / "trial.json", squad(CONTEXTS[:2]))
+    write(data / "dev.json", squad(CONTEXTS[2:]))
+    corpus = write(tmp_path / "corpus.txt", "".join(c for c, _ in CONTEXTS) + "\n")
+    out = tmp_path / "model"
+    manifest = train("reading_comprehension", "--data-dir", str(data), "--out", str(out), "--char-dim", "8",
+                     "--hidden", "6", "--layers", "1", "--min-char", "1", "--min-word", "1", "--window", "24",
+                     "--max-seq-len", "32", "--doc-stride", "8", "--epochs", "2", "--batch-size", "4",
+                     "--warmup", "2", "--evals", "2", "--pretrain-files", str(corpus))
+    assert manifest["training"]["train_file"] == "train.json"
+    assert manifest["training"]["char_vectors"]["files"][0] == f"{tmp_path.name}/corpus.txt"
+    assert set(manifest["metrics"]) == {"selection", "report"}
+
+    (answer,) = Taskflow("reading_comprehension", task_path=out)([{"context": CONTEXTS[0][0], "question": "西湖在哪里？"}])
+    assert isinstance(answer["answer"], str)
