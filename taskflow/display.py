@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from typing import Any, Callable, Iterable, Sequence
 
-__all__ = ["Results", "html_table", "html_spans"]
+__all__ = ["Results", "html_table", "html_spans", "html_words", "overlapped"]
 
 _STYLE = "border-collapse:collapse;font-family:sans-serif;font-size:13px"
 _CELL = "border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top"
@@ -68,20 +68,45 @@ def label_colour(label: str, labels: list[str]) -> str:
 def html_spans(text: str, spans: Iterable[tuple[int, int, str]], labels: list[str] | None = None) -> str:
     """``text`` with each ``(start, end, label)`` span highlighted and labelled.
 
-    Overlapping spans are drawn in order of start; a span that starts inside
-    an earlier one is skipped.
+    Spans are taken in the order given, so put the most important first: a span
+    that overlaps one already taken is not drawn (:func:`overlapped` says which).
     """
     labels = [] if labels is None else labels
     parts, cursor = [], 0
-    for start, end, label in sorted(spans, key=lambda s: (s[0], -s[1])):
-        if start < cursor or end <= start:
-            continue
+    for start, end, label in sorted(_kept(spans), key=lambda s: s[0]):
         parts.append(html.escape(text[cursor:start]))
         colour = label_colour(label, labels)
         parts.append(
             f"<mark style='background:{colour};padding:0 2px;border-radius:3px'>{html.escape(text[start:end])}"
-            f"<sub style='font-size:9px;margin-left:2px'>{html.escape(label)}</sub></mark>"
+            + (f"<sub style='font-size:9px;margin-left:2px'>{html.escape(label)}</sub>" if label else "")
+            + "</mark>"
         )
         cursor = end
     parts.append(html.escape(text[cursor:]))
     return "<div style='font-family:sans-serif;line-height:1.9'>" + "".join(parts).replace("\n", "<br>") + "</div>"
+
+
+def _kept(spans: Iterable[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    kept: list[tuple[int, int, str]] = []
+    for start, end, label in spans:
+        if end > start and all(end <= s or start >= e for s, e, _ in kept):
+            kept.append((start, end, label))
+    return kept
+
+
+def overlapped(spans: Iterable[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """The spans :func:`html_spans` does not draw, because an earlier one overlaps them."""
+    spans = list(spans)
+    kept = set(_kept(spans))
+    return [span for span in spans if span not in kept and span[1] > span[0]]
+
+
+def html_words(text: str, words: Iterable[tuple[str, str | None]], labels: list[str] | None = None,
+               skip: Iterable[str] = ("w",)) -> str:
+    """``text`` with its consecutive ``(word, label)`` pairs highlighted (``label`` None: boundaries only)."""
+    spans, start, skip = [], 0, set(skip)
+    for word, label in words:
+        if label not in skip and word.strip():
+            spans.append((start, start + len(word), label or ""))
+        start += len(word)
+    return html_spans(text, spans, labels)

@@ -21,11 +21,15 @@ __all__ = [
     "ChecksumError",
     "UnsafeArchiveError",
     "ManifestError",
+    "OptionError",
     "DeviceError",
     "PaddleNotInstalledError",
     "ExportError",
     "UserDictError",
     "TermTreeError",
+    "JobError",
+    "WorkerError",
+    "OutputWriteError",
 ]
 
 
@@ -95,7 +99,19 @@ class UnsafeArchiveError(TaskflowError, ValueError):
     """An archive member would be written outside the extraction directory."""
 
 
-class DeviceError(TaskflowError, ValueError):
+class OptionError(TaskflowError, ValueError, TypeError):
+    """An option of ``Taskflow(...)`` (or of a task) has a name, type or value it cannot take.
+
+    Raised at construction, before any input is read.  It is both a ``ValueError``
+    and a ``TypeError``, so either ``except`` catches it; ``option`` names the option.
+    """
+
+    def __init__(self, message: str, option: str | None = None):
+        super().__init__(message)
+        self.option = option
+
+
+class DeviceError(OptionError):
     """The requested device or precision cannot be used with this Paddle build."""
 
 
@@ -130,3 +146,22 @@ class TermTreeError(TaskflowError, ValueError):
         super().__init__(message)
         self.source = source
         self.line = line
+
+
+class JobError(TaskflowError, RuntimeError):
+    """A batch job over a file (``predict_file``, ``taskflow TASK --input``) stopped before its end
+    for a reason other than a bad record: interrupted, its input changed while it read it...
+
+    What was done is kept: ``resume=True`` (``--resume``) continues where it stopped.
+    """
+
+
+class WorkerError(JobError):
+    """A worker process of a batch job could not start, died twice on the same records, or hung."""
+
+
+class OutputWriteError(TaskflowError, OSError):
+    """A batch job cannot write its output, errors or checkpoint file (read-only directory, full disk...).
+
+    What was written before is kept: free space (or fix the permissions) and resume.
+    """

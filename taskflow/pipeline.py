@@ -7,10 +7,11 @@ import os
 from typing import Any, Iterable, Iterator, Sequence
 
 from .display import Results
-from .errors import UnknownModelError
+from .errors import OptionError, UnknownModelError
+from .model import Model
 from .predictor import PredictorOptions
 from .registry import get_task_class, task_names
-from .packages import available_models, resolve
+from .packages import available_models
 
 __all__ = ["Taskflow"]
 
@@ -63,20 +64,16 @@ class Taskflow:
             "task_path": None if task_path is None else str(task_path),
             "home": None if home is None else str(home), "offline": offline, **task_options,
         }
-        package_task, model_name = self.locate(get_task_class(task), model, mode)
-        cls = get_task_class(task).class_for(package_task)
-        accepted = cls.option_names()
-        unknown = sorted(set(task_options) - set(accepted))
-        if unknown:
-            raise TypeError(
-                f"Taskflow({cls.name!r}) got unknown option(s) {', '.join(unknown)}; "
-                f"{cls.name} accepts {', '.join(accepted) or 'no task options'}"
-            )
+        registered = get_task_class(task)
+        package_task, model_name = self.locate(registered, model, mode)
+        cls = registered.class_for(package_task)
+        _check_option_names(cls, task_options)
         options = PredictorOptions(
             device=device, precision=precision, num_threads=num_threads, static=static, tensorrt=tensorrt
         )
-        package = resolve(package_task, model_name, task_path=task_path, home=home, offline=offline)
-        self.task = cls(package, options=options, batch_size=batch_size, home=home, offline=offline, **task_options)
+        loaded = Model.load(package_task, model_name, task_path=task_path, home=home, offline=offline, options=options,
+                            default_type=cls.network_type, default_normalization=cls.default_normalization)
+        self.task = cls(loaded, batch_size=batch_size, **task_options)
 
     @staticmethod
     def locate(cls, model: str | None = None, mode: str | None = None) -> tuple[str, str]:
@@ -151,11 +148,16 @@ class Taskflow:
             resume=resume, on_error=on_error, errors_path=errors_path, chunk_size=chunk_size, progress=progress,
         )
 
+    @property
+    def model(self) -> Model:
+        """The model this pipeline runs (its manifest, files and predictor)."""
+        return self.task.model
+
     def __repr__(self) -> str:
-        m = self.task.manifest
+        m = self.task.model
         return (
             f"Taskflow(task={self.task.name!r}, model={m.name!r}, version={m.version!r}, "
-            f"device={str(self.task.options.device)!r}, source={self.task.package.source!r})"
+            f"device={str(m.options.device)!r}, source={m.source!r})"
         )
 
     @staticmethod
@@ -186,3 +188,18 @@ def _shared_models(cls) -> list[str]:
         if package_task and ref not in found and name in available_models(package_task):
             found.append(ref)
     return found
+
+
+def _check_option_names(cls, task_options: dict) -> None:
+    """Unknown task options are an :class:`OptionError` naming what the task accepts (and the
+    closest name, for a typo), raised before any model is resolved or downloaded."""
+    import difflib
+
+    accepted = cls.option_names()
+    for name in sorted(set(task_options) - set(accepted)):
+        close = difflib.get_close_matches(name, accepted, n=1, cutoff=0.6)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise OptionError(
+            f"Taskflow({cls.name!r}) got an unknown option {name!r}.{hint} {cls.name} accepts "
+            f"{', '.join(accepted) or 'no task options'} (and Taskflow's own: model, mode, device, batch_size, "
+            "precision, num_threads, static, tensorrt, task_path, home, offline)", name)

@@ -22,7 +22,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from .errors import DeviceError, ExportError, PaddleNotInstalledError
+from .errors import DeviceError, ExportError, OptionError, PaddleNotInstalledError
 
 __all__ = ["Device", "Precision", "InputSpec", "PredictorOptions", "Predictor", "import_paddle"]
 
@@ -61,14 +61,15 @@ class Device:
         if value is None:
             return cls()
         if not isinstance(value, str):
-            raise DeviceError(f"device must be a str such as 'cpu' or 'gpu:0', got {type(value).__name__} ({value!r})")
+            raise DeviceError(f"device must be a str such as 'cpu' or 'gpu:0', got {type(value).__name__} ({value!r})",
+                              "device")
         text = value.strip().lower()
         kind, _, index = text.partition(":")
         if kind == "cpu" and not index:
             return cls("cpu", 0)
         if kind in ("gpu", "cuda") and (not index or index.isdigit()):
             return cls("gpu", int(index or 0))
-        raise DeviceError(f"unknown device {value!r}; use 'cpu', 'gpu' or 'gpu:<id>'")
+        raise DeviceError(f"unknown device {value!r}; use 'cpu', 'gpu' or 'gpu:<id>'", "device")
 
     def __str__(self) -> str:
         return "cpu" if self.kind == "cpu" else f"gpu:{self.index}"
@@ -106,13 +107,18 @@ class PredictorOptions:
         try:
             object.__setattr__(self, "precision", Precision(self.precision))
         except ValueError:
-            raise DeviceError(f"precision must be one of 'fp32', 'fp16'; got {self.precision!r}") from None
+            raise DeviceError(f"precision must be one of 'fp32', 'fp16'; got {self.precision!r}", "precision") from None
         if self.device.kind == "cpu" and self.precision is Precision.FP16:
-            raise DeviceError("precision='fp16' needs device='gpu'; on CPU use precision='fp32'")
+            raise DeviceError("precision='fp16' needs device='gpu'; on CPU use precision='fp32'", "precision")
+        for name in ("static", "tensorrt", "onednn"):
+            if not isinstance(getattr(self, name), bool):
+                raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}", name)
         if self.tensorrt and self.device.kind != "gpu":
-            raise DeviceError("tensorrt=True needs device='gpu'")
-        if self.num_threads is not None and (not isinstance(self.num_threads, int) or self.num_threads < 1):
-            raise DeviceError(f"num_threads must be a positive int, got {self.num_threads!r}")
+            raise DeviceError("tensorrt=True needs device='gpu'", "tensorrt")
+        if self.num_threads is not None and (
+                isinstance(self.num_threads, bool) or not isinstance(self.num_threads, int) or self.num_threads < 1):
+            raise OptionError(f"num_threads must be a positive int (CPU threads per predictor), "
+                              f"got {self.num_threads!r}", "num_threads")
 
     @property
     def threads(self) -> int:
@@ -158,15 +164,22 @@ def inference_settings(options: PredictorOptions, inputs: Sequence[InputSpec], p
     return calls
 
 
-def build_config(model_file: Path, params_file: Path, options: PredictorOptions, inputs: Sequence[InputSpec]):
+def check_device(options: PredictorOptions) -> None:
+    """Raise :class:`DeviceError` now when this Paddle build cannot run on ``options.device``
+    (at construction, not at the first call, and not as a raw Paddle error)."""
     paddle = import_paddle()
-    from paddle import inference
-
     if options.device.kind == "gpu" and not paddle.is_compiled_with_cuda():
         raise DeviceError(
             f"device={str(options.device)!r} needs a CUDA build of PaddlePaddle; this one ({paddle.__version__}) "
-            "is CPU-only. Install paddlepaddle-gpu, or use device='cpu'."
+            "is CPU-only. Install paddlepaddle-gpu, or use device='cpu'.", "device"
         )
+
+
+def build_config(model_file: Path, params_file: Path, options: PredictorOptions, inputs: Sequence[InputSpec]):
+    check_device(options)
+    from paddle import inference
+
+    paddle = import_paddle()
     config = inference.Config(str(model_file), str(params_file))
     for method, args, kwargs in inference_settings(options, inputs, _paddle_major(paddle)):
         args = tuple(getattr(inference.PrecisionType, a) if a in ("Half", "Float32") else a for a in args)

@@ -12,7 +12,7 @@ no hand-written sharding here.  Needs ``pip install 'taskflow-nlp[ray]'``.
 or, with Ray's own API::
 
     ds.map_batches(taskflow.ray.TaskflowPredictor, fn_constructor_args=("sentiment_analysis",),
-                   concurrency=4, batch_size=256, batch_format="numpy")
+                   concurrency=4, batch_size=256, batch_format="numpy")   # Ray's rows per call
 """
 
 from __future__ import annotations
@@ -79,12 +79,14 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def map_batches(dataset, task: str, *, fields: Sequence[str] | None = None, batch_size: int = 256,
+def map_batches(dataset, task: str, *, fields: Sequence[str] | None = None, ray_batch_size: int = 256,
                 concurrency: int = 1, num_cpus: float | None = None, num_gpus: float = 0, **options: Any):
     """``dataset.map_batches`` with one Taskflow per actor; returns the lazy mapped dataset.
 
     ``concurrency`` is the number of actors; each uses ``num_cpus`` CPUs (default 1,
     and as many Paddle threads) or ``num_gpus`` GPUs (then pass ``device="gpu"``).
+    ``ray_batch_size`` is how many rows Ray hands an actor per call; ``options`` go to
+    ``Taskflow`` (so ``batch_size`` is the model's: units per forward pass).
     """
     ray = _ray()
     cpus = num_cpus if num_cpus is not None else (0 if num_gpus else 1)
@@ -94,7 +96,7 @@ def map_batches(dataset, task: str, *, fields: Sequence[str] | None = None, batc
         TaskflowPredictor,
         fn_constructor_args=(task,),
         fn_constructor_kwargs={"fields": fields, **options},
-        batch_size=batch_size,
+        batch_size=ray_batch_size,
         batch_format="numpy",
         compute=ray.data.ActorPoolStrategy(size=concurrency),
         num_cpus=cpus,
@@ -132,8 +134,9 @@ def _ordered():
 
 def run_file(task: str, input_path: str | os.PathLike, output_dir: str | os.PathLike, *,
              fields: Sequence[str] | None = None, address: str | None = None, concurrency: int = 1,
-             batch_size: int | None = None, **options: Any) -> None:
-    """The CLI's ``--backend ray``: read with Ray, map with Taskflow actors, ``write_json`` into ``output_dir``."""
+             ray_batch_size: int = 256, **options: Any) -> None:
+    """The CLI's ``--backend ray``: read with Ray, map with Taskflow actors, ``write_json`` into ``output_dir``.
+    ``options`` (``batch_size`` included) go to each actor's ``Taskflow``."""
     ray = _ray()
     if not ray.is_initialized():
         # A local instance unless an address is given; no dashboard, nothing listening beyond loopback.
@@ -146,5 +149,5 @@ def run_file(task: str, input_path: str | os.PathLike, output_dir: str | os.Path
     with _ordered():
         dataset = read_dataset(input_path)
         mapped = map_batches(dataset, task, fields=fields, concurrency=concurrency, num_cpus=cpus,
-                             batch_size=batch_size or 256, **options)
+                             ray_batch_size=ray_batch_size, **options)
         mapped.write_json(str(output_dir))

@@ -1,19 +1,26 @@
 """Task name -> task class, with aliases.
 
 Task packages register themselves with :func:`register_task` when they are
-imported.  They are imported lazily, on the first look-up, so that
-``import taskflow`` does not pay for any task (nor for Paddle).
+imported.  They are discovered, not listed: every sub-package of
+``taskflow.tasks`` is a task package.  A look-up imports only the package
+that registers the name asked for (found by reading the packages'
+``@register_task(...)`` lines, without importing them), so ``import
+taskflow`` pays for no task, and ``Taskflow("ner")`` for no unrelated one.
 """
 
 from __future__ import annotations
 
+import ast
 import difflib
+import functools
 import importlib
+import pkgutil
 import threading
+from pathlib import Path
 
 from .errors import RegistryError, UnknownTaskError
 
-__all__ = ["register_task", "get_task_class", "task_names", "canonical_name"]
+__all__ = ["register_task", "get_task_class", "task_names", "canonical_name", "load_all_tasks"]
 
 # name or alias -> canonical name; canonical name -> class
 _ALIASES: dict[str, str] = {}
@@ -60,11 +67,51 @@ def _same_class(a: type, b: type) -> bool:
     return a is b or (a.__module__ == b.__module__ and a.__qualname__ == b.__qualname__)
 
 
-def _load_builtin_tasks() -> None:
+def task_packages() -> list[str]:
+    """Module names of the built-in task packages (each sub-package of ``taskflow.tasks``)."""
+    import taskflow.tasks as tasks
+
+    return [f"{tasks.__name__}.{info.name}" for info in pkgutil.iter_modules(tasks.__path__) if info.ispkg]
+
+
+@functools.lru_cache(maxsize=1)
+def _declared_names() -> dict[str, str]:
+    """name or alias -> the task package whose ``@register_task(...)`` declares it, read from source."""
+    import taskflow.tasks as tasks
+
+    declared: dict[str, str] = {}
+    for module in task_packages():
+        source = Path(tasks.__path__[0]) / module.rpartition(".")[2] / "__init__.py"
+        try:
+            tree = ast.parse(source.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError):
+            continue   # importing it (load_all_tasks) will say what is wrong
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "register_task":
+                aliases = next((k.value for k in node.keywords if k.arg == "aliases"), None)
+                try:
+                    names = [ast.literal_eval(node.args[0]), *(ast.literal_eval(aliases) if aliases else ())]
+                except (ValueError, IndexError):
+                    continue   # not literal: load_all_tasks finds it
+                for name in names:
+                    declared.setdefault(name, module)
+    return declared
+
+
+def _load_for(key: str) -> None:
+    """Import the task package that registers ``key``, if one declares it."""
+    module = _declared_names().get(key)
+    if module is not None and key not in _ALIASES:
+        importlib.import_module(module)
+
+
+def load_all_tasks() -> None:
+    """Import every built-in task package (for listings, and names nothing declares literally)."""
     global _loaded
     with _load_lock:
         if not _loaded:
-            importlib.import_module("taskflow.tasks")
+            for module in task_packages():
+                importlib.import_module(module)
             _loaded = True
 
 
@@ -72,8 +119,10 @@ def canonical_name(name: str) -> str:
     """The registered name for ``name`` or one of its aliases."""
     if not isinstance(name, str):
         raise UnknownTaskError(f"task must be a str naming a task, got {type(name).__name__} ({name!r})")
-    _load_builtin_tasks()
     key = name.strip().lower().replace("-", "_")
+    _load_for(key)
+    if key not in _ALIASES:
+        load_all_tasks()
     if key in _ALIASES:
         return _ALIASES[key]
     close = difflib.get_close_matches(key, list(_ALIASES), n=1, cutoff=0.6)
@@ -90,5 +139,5 @@ def get_task_class(name: str) -> type:
 
 def task_names() -> list[str]:
     """Sorted canonical names of every registered task."""
-    _load_builtin_tasks()
+    load_all_tasks()
     return sorted(_CLASSES)

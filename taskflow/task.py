@@ -1,6 +1,7 @@
 """The task base class: input checking, batching, long-text splitting.
 
-A task subclass owns its model spec and three stages:
+A task receives the :class:`~taskflow.model.Model` it runs (resolved by
+``Taskflow``) and owns its options and three stages:
 
 * ``preprocess(units) -> features``: Python/numpy only, no Paddle;
 * ``forward(features) -> outputs``: the only stage that touches the predictor;
@@ -16,17 +17,17 @@ put back in input order and joined into one result per item (``join``).
 from __future__ import annotations
 
 import inspect
-from pathlib import Path
+import numbers
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .errors import InputTypeError, InvalidInputError
-from .predictor import InputSpec, Predictor, PredictorOptions, load_weights
-from .packages import MANIFEST, Manifest, ModelPackage, cache_dir, resolve
+from .errors import InputTypeError, InvalidInputError, OptionError
+from .model import Model
+from .predictor import InputSpec, Predictor, PredictorOptions
 from .text import split_text
 
-__all__ = ["Task", "TextTask", "MultiTextTask", "check_text", "shown"]
+__all__ = ["Task", "TextTask", "MultiTextTask", "check_text", "shown", "bool_option", "int_option", "number_option"]
 
 
 def check_text(value: Any, index: int | None, *, what: str = "text", allow_empty: bool = False) -> str:
@@ -50,6 +51,27 @@ def shown(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def bool_option(name: str, value: Any) -> bool:
+    """``value`` if it is a bool, else an :class:`OptionError` (``bool("no")`` is True: never coerce)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise OptionError(f"{name} must be True or False, got {type(value).__name__} ({shown(value)})", name)
+    return bool(value)
+
+
+def int_option(name: str, value: Any, minimum: int = 1, what: str = "") -> int:
+    """``value`` if it is an int >= ``minimum``, else an :class:`OptionError`."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise OptionError(f"{name} must be an int >= {minimum}{what}, got {shown(value)}", name)
+    return int(value)
+
+
+def number_option(name: str, value: Any, low: float, high: float) -> float:
+    """``value`` if it is a real number in ``[low, high]``, else an :class:`OptionError`."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not low <= value <= high:
+        raise OptionError(f"{name} must be a number between {low:g} and {high:g}, got {shown(value)}", name)
+    return float(value)
+
+
 class Task:
     """Base of every task; see the module docstring for the contract."""
 
@@ -60,46 +82,30 @@ class Task:
     default_batch_size: int = 32
     input_fields: tuple[str, ...] = ("text",)  # what a file record holds (jsonl keys, csv columns)
 
-    def __init__(
-        self,
-        package: ModelPackage,
-        *,
-        options: PredictorOptions | None = None,
-        batch_size: int | None = None,
-        home: str | Path | None = None,
-        offline: bool | None = None,
-    ):
-        if batch_size is None:
-            batch_size = self.default_batch_size
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-            raise InvalidInputError(f"batch_size must be a positive int, got {batch_size!r}")
-        self.package = package
-        self.manifest = package.manifest
-        self.batch_size = batch_size
-        self.options = options or PredictorOptions()
-        self.home = home
-        self.offline = offline
-        self._predictor: Predictor | None = None
+    # A package written before manifests named these gets the task's own (see Model).
+    network_type: str | None = None
+    default_normalization: tuple[str, ...] | None = None
 
-    # ------------------------------------------------------- model plumbing
+    def __init__(self, model: Model, *, batch_size: int | None = None):
+        self.model = model
+        self.batch_size = int_option("batch_size", self.default_batch_size if batch_size is None else batch_size,
+                                     what=" (units per forward pass)")
+        self.network_model = model   # the model whose network runs; a task building on another model changes it
+
+    @property
+    def manifest(self):
+        return self.model.manifest
+
+    @property
+    def options(self) -> PredictorOptions:
+        return self.model.options
+
     @classmethod
     def class_for(cls, package_task: str) -> type["Task"]:
         """The class that runs packages of ``package_task`` for this task (default: this one).
-
-        A task whose modes run models of another kind (ner's ``accurate`` mode runs a
-        knowledge_mining package) returns the class that knows how."""
+        A task whose modes run different kinds of model (ner) picks among its own classes here."""
         return cls
 
-    def required_package(self, role: str) -> ModelPackage:
-        """A package this one builds on, named in its manifest's ``requires``
-        (``{"lexical": "lexical_analysis/bigru_crf"}``; a path starting with ``.`` is
-        relative to this package), resolved with the same cache and offline setting."""
-        ref = str(self.manifest["requires"][role])
-        if ref.startswith("."):
-            path = (self.package.directory / ref).resolve()
-            return resolve(Manifest.load(path / MANIFEST).task, None, task_path=path)
-        task, _, name = ref.rpartition("/")
-        return resolve(task, name, home=self.home, offline=self.offline)
     @classmethod
     def option_names(cls) -> list[str]:
         """Keyword options a subclass accepts on top of the base ones."""
@@ -112,46 +118,13 @@ class Task:
                 names += [p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name not in names]
         return names
 
-    def network_class(self) -> type:
-        """The ``paddle.nn.Layer`` class of the model, built from the manifest's
-        ``architecture``; import it here (not at module level) so Paddle loads only when needed."""
-        raise NotImplementedError
-
-    def build_network(self):
-        """The network with the package's ``weights.npz`` loaded, in eval mode."""
-        network = self.network_class()(**self.manifest["architecture"])
-        load_weights(network, self.package.path("weights.npz"))
-        network.eval()
-        return network
-
     def input_specs(self) -> Sequence[InputSpec]:
+        """The network's feeds, named as :meth:`preprocess` returns them."""
         raise NotImplementedError
 
     @property
     def predictor(self) -> Predictor:
-        if self._predictor is None:
-            self._predictor = Predictor(
-                self.build_network,
-                inputs=self.input_specs(),
-                export_dir=cache_dir(self.manifest.task, self.manifest.name, self.manifest.version, self.home) / "static",
-                weights_key=self.weights_key(),
-                options=self.options,
-            )
-        return self._predictor
-
-    def weights_key(self) -> str:
-        """Identifies the weights and the network's source, so a change to either gets a fresh
-        static export: an upgraded taskflow must not keep running a program the old code exported."""
-        import hashlib
-
-        digest = hashlib.sha256(self.manifest.fingerprint().encode())
-        try:
-            source = inspect.getsourcefile(self.network_class())
-        except (NotImplementedError, TypeError):   # a task that builds its network another way
-            source = None
-        if source:
-            digest.update(Path(source).read_bytes())
-        return digest.hexdigest()
+        return self.network_model.predictor(self.input_specs())
 
     # --------------------------------------------------------------- stages
     def check_item(self, item: Any, index: int) -> Any:
@@ -201,9 +174,6 @@ class Task:
         """The caller's input as checked items; a bad one raises a typed error naming its index."""
         return [self.check_item(item, i) for i, item in enumerate(self.as_items(inputs))]
 
-    def __call__(self, inputs: Any) -> list[Any]:
-        return self.run_items(self.check_items(inputs))
-
     def run_items(self, items: list[Any]) -> list[Any]:
         """Results for already-checked items, one per item, in order."""
         owners: list[int] = []
@@ -240,7 +210,7 @@ class TextTask(Task):
 
     @property
     def max_length(self) -> int:
-        return int(self.manifest["max_length"])
+        return int(self.network_model.manifest["max_length"])
 
     def split(self, item: str) -> list[tuple[int, str]]:
         return split_text(item, self.max_length)

@@ -1,20 +1,109 @@
-"""Text helpers shared by tasks: width normalisation, long-text splitting, word segmentation, vocabularies."""
+"""Text helpers shared by tasks: normalisation, long-text splitting, word segmentation, vocabularies."""
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import math
 import re
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["q2b", "split_text", "Segmenter", "Vocab", "read_text_file"]
+__all__ = ["Normalizer", "NORMALIZATION_STEPS", "q2b", "split_text", "Segmenter", "Vocab", "read_text_file"]
 
-# Full-width ASCII variants (U+FF01..U+FF5E) map to U+0021..U+007E; the ideographic
-# space to a plain space.  One char in, one char out, so offsets survive.
-_Q2B = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
-_Q2B[0x3000] = 0x20
+# ------------------------------------------------------------ normalisation
+# What a model reads is its training text's normalisation, named step by step in its
+# manifest (``"normalization": ["width", "lower"]``), so a package and the code that
+# prepares its input cannot drift apart.  Every step but ``strip`` maps one char to one
+# char, so offsets into the normalised text are offsets into the caller's text.
+
+def _width_table() -> dict[int, int]:
+    # Full-width ASCII variants (U+FF01..U+FF5E) to U+0021..U+007E; the ideographic space to a space.
+    table = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
+    table[0x3000] = 0x20
+    return table
+
+
+def _space_table() -> dict[int, int]:
+    return {code: 0x20 for code in range(0x10000) if chr(code).isspace()}
+
+
+def _strip_table() -> dict[int, None]:
+    import unicodedata
+
+    return {code: None for code in range(0x10000)
+            if chr(code).isspace() or unicodedata.category(chr(code)).startswith("P")}
+
+
+NORMALIZATION_STEPS: dict[str, Callable[[], Mapping[int, int | None]]] = {
+    "width": _width_table,                                                   # full-width -> half-width
+    "lower": lambda: {code: code + 32 for code in range(ord("A"), ord("Z") + 1)},  # ASCII only: 'İ' stays one char
+    "space": _space_table,                                                   # any whitespace char -> ' '
+    "strip": _strip_table,                                                   # drop whitespace and punctuation
+}
+LENGTH_CHANGING_STEPS = frozenset({"strip"})
+# What manifests written before the steps had names said, in words.
+_DESCRIBED = {
+    "q2b (full-width to half-width) + ASCII lower-case, per character": ("width", "lower"),
+    "full-width to half-width, ASCII lower-case, whitespace to space (char for char)": ("width", "lower", "space"),
+}
+
+
+def normalization_steps(spec: Any) -> tuple[str, ...]:
+    """The step names of a manifest's ``normalization`` field (a list, or ``"width+lower"``)."""
+    if isinstance(spec, str):
+        spec = _DESCRIBED.get(spec) or spec.split("+")
+    if not isinstance(spec, (list, tuple)) or not all(isinstance(step, str) for step in spec):
+        raise ValueError(f"normalization must be a list of step names, got {spec!r}")
+    unknown = [step for step in spec if step not in NORMALIZATION_STEPS]
+    if unknown:
+        raise ValueError(f"unknown normalization step(s) {', '.join(map(repr, unknown))}; "
+                         f"known: {', '.join(NORMALIZATION_STEPS)}")
+    return tuple(spec)
+
+
+@functools.lru_cache(maxsize=None)
+def _composed_table(steps: tuple[str, ...]) -> dict[int, int | None]:
+    tables = [NORMALIZATION_STEPS[step]() for step in steps]
+    table: dict[int, int | None] = {}
+    for code in set().union(*tables):
+        value: int | None = code
+        for step_table in tables:
+            value = step_table.get(value, value)
+            if value is None:
+                break
+        if value != code:
+            table[code] = value
+    return table
+
+
+class Normalizer:
+    """A text normalisation as one ``str.translate`` table, built from named steps.
+
+    >>> Normalizer(["width", "lower", "space"])("ＩＢＭ\u3000公司")
+    'ibm 公司'
+    """
+
+    def __init__(self, steps: Any):
+        self.steps = normalization_steps(steps)
+        self.keeps_length = not (set(self.steps) & LENGTH_CHANGING_STEPS)
+        self._table = _composed_table(self.steps)
+
+    def __call__(self, text: str) -> str:
+        return text.translate(self._table)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Normalizer) and other.steps == self.steps
+
+    def __hash__(self) -> int:
+        return hash(self.steps)
+
+    def __repr__(self) -> str:
+        return f"Normalizer({list(self.steps)!r})"
+
+
+_Q2B = Normalizer(["width"])
 
 
 def q2b(text: str) -> str:
@@ -23,7 +112,7 @@ def q2b(text: str) -> str:
     >>> q2b("ＡＢＣ１２３，")
     'ABC123,'
     """
-    return text.translate(_Q2B)
+    return _Q2B(text)
 
 
 # A sentence ends after one of these, plus any closing quotes or brackets.

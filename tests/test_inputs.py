@@ -5,7 +5,7 @@ import json
 import pytest
 
 from taskflow import Taskflow
-from taskflow.errors import InputTypeError, InvalidInputError
+from taskflow.errors import InputTypeError, InvalidInputError, OptionError
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +83,29 @@ def test_generators_and_tuples_are_accepted(senta):
     assert senta(t for t in texts) == senta(texts) == senta(tuple(texts))
 
 
-def test_bad_batch_size_is_rejected(tiny_models):
+def test_bad_batch_size_is_an_option_error(tiny_models):
     for bad in (0, -1, 1.5, "8", True):
-        with pytest.raises(InvalidInputError, match="batch_size"):
+        with pytest.raises(OptionError, match="batch_size") as info:
             Taskflow("sentiment_analysis", task_path=tiny_models["sentiment_analysis"], batch_size=bad)
+        assert info.value.option == "batch_size" and repr(bad) in str(info.value)
+        assert isinstance(info.value, ValueError) and isinstance(info.value, TypeError)
+
+
+@pytest.mark.parametrize("options, name", [
+    ({"return_all_scores": "no"}, "return_all_scores"),   # bool("no") is True: never coerced
+    ({"return_all_scores": 1}, "return_all_scores"),
+    ({"num_threads": 0}, "num_threads"),
+    ({"num_threads": True}, "num_threads"),
+    ({"static": "yes"}, "static"),
+    ({"device": "tpu"}, "device"),
+    ({"return_all_score": True}, "return_all_score"),
+])
+def test_every_bad_option_is_an_option_error_naming_it(tiny_models, options, name):
+    with pytest.raises(OptionError) as info:
+        Taskflow("sentiment_analysis", task_path=tiny_models["sentiment_analysis"], **options)
+    assert info.value.option == name and name in str(info.value)
+
+
+def test_an_unknown_option_close_to_a_known_one_is_suggested(tiny_models):
+    with pytest.raises(OptionError, match="Did you mean 'return_all_scores'"):
+        Taskflow("sentiment_analysis", task_path=tiny_models["sentiment_analysis"], return_all_score=True)

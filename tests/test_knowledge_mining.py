@@ -8,7 +8,7 @@ import pytest
 
 from taskflow import Taskflow
 from taskflow.cli import main
-from taskflow.errors import InvalidInputError, TermTreeError, UserDictError
+from taskflow.errors import InvalidInputError, OptionError, TermTreeError, UserDictError
 from taskflow.packages import available_models
 from taskflow.tasks.knowledge_mining import CATEGORIES, Labeller, TermTree, load_user_dict
 from taskflow.tasks.knowledge_mining.categories import NOUN_CLASSES, termid
@@ -241,7 +241,7 @@ def test_ner_accurate_has_the_fast_modes_shape(tiny_models, tiny_km):
 
 
 def test_ner_accurate_options(tiny_km):
-    with pytest.raises(InvalidInputError, match="PER"):
+    with pytest.raises(OptionError, match="PER"):
         Taskflow("ner", mode="accurate", task_path=tiny_km, entity_labels=["PER"])
     flow = Taskflow("ner", mode="accurate", task_path=tiny_km, entity_only=False,
                     user_dict=["北京大学/组织机构类"], entity_labels=["组织机构类"])
@@ -255,10 +255,14 @@ def test_ner_accurate_options(tiny_km):
     assert flow.task.tree is not None   # accurate mode takes knowledge_mining's own options too
 
 
-def test_the_lexical_package_is_resolved_with_the_callers_settings(tiny_km, tmp_path):
-    flow = Taskflow("knowledge_mining", task_path=tiny_km, home=tmp_path, offline=True)
-    assert (flow.task.lexical.offline, flow.task.lexical.home) == (True, tmp_path)
-    assert flow.task.lexical.package.directory == (tiny_km / "lexical").resolve()
+def test_the_lexical_model_is_resolved_with_the_callers_settings(tiny_km, tmp_path):
+    flow = Taskflow("knowledge_mining", task_path=tiny_km, home=tmp_path, offline=True, num_threads=1)
+    lexical = flow.model.required("lexical")
+    assert flow.task.network_model is lexical
+    assert (lexical.home, lexical.options.num_threads) == (tmp_path, 1)
+    assert lexical.package.directory == (tiny_km / "lexical").resolve()
+    flow("北京大学")
+    assert (tmp_path / "taskflow" / "lexical_analysis").is_dir()   # its export went to the caller's home
 
 
 def test_cli_mode_with_options_before_and_after_the_text(tiny_km, capsys):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from taskflow import Taskflow
-from taskflow.errors import InvalidInputError, UserDictError
+from taskflow.errors import InvalidInputError, OptionError, UserDictError
 from taskflow.packages import available_models
 from taskflow.tasks.lexical_analysis import encode, normalize, words_from_labels
 from taskflow.tasks.lexical_analysis.user_dict import UserDict
@@ -244,9 +244,9 @@ def test_ner_entity_options(tiny):
     only = flow(tiny, "ner", user_dict=user, entity_labels=["SEASON", "PER"], entity_only=True)(text)[0]
     assert [e["text"] for e in only["entities"]] == ["春天", "王芳"]
     assert only["words"] == [("春天", "SEASON"), ("王芳", "PER")]
-    with pytest.raises(InvalidInputError, match="'FOOD'"):
+    with pytest.raises(OptionError, match="'FOOD'"):
         flow(tiny, "ner", entity_labels=["FOOD"])
-    with pytest.raises(InvalidInputError, match="list of tag names"):
+    with pytest.raises(OptionError, match="list of tag names"):
         flow(tiny, "ner", entity_labels="PER")
     with pytest.raises(TypeError, match="entity_labels"):
         flow(tiny, "lexical_analysis", entity_labels=["PER"])

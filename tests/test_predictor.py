@@ -1,13 +1,15 @@
 """Predictor configuration, static export caching, devices."""
 
+import inspect
 import os
+from pathlib import Path
 import shutil
 
 import numpy as np
 import pytest
 
 from taskflow import Taskflow
-from taskflow.errors import DeviceError
+from taskflow.errors import DeviceError, OptionError
 from taskflow.predictor import (
     Device,
     InputSpec,
@@ -75,8 +77,6 @@ def test_gpu_settings_fp16_with_tensorrt_plan_dynamic_shapes():
 
 def test_gpu_settings_are_accepted_by_the_paddle_config_api():
     """Each planned call exists on paddle.inference.Config with that arity (the CPU build ignores GPU calls)."""
-    import inspect
-
     from paddle import inference
 
     for name, args, kwargs in inference_settings(
@@ -101,14 +101,15 @@ def test_gpu_settings_are_accepted_by_the_paddle_config_api():
     ],
 )
 def test_invalid_option_combinations(options, words):
-    with pytest.raises(DeviceError, match=words):
+    with pytest.raises(OptionError, match=words):
         PredictorOptions(**options)
 
 
 @pytest.mark.skipif(paddle.is_compiled_with_cuda(), reason="this Paddle has CUDA")
-def test_gpu_on_a_cpu_build_says_how_to_fix(tiny_sentiment):
+@pytest.mark.parametrize("static", [True, False])
+def test_gpu_on_a_cpu_build_fails_at_construction_and_says_how_to_fix(tiny_sentiment, static):
     with pytest.raises(DeviceError, match="paddlepaddle-gpu"):
-        Taskflow("sentiment_analysis", task_path=tiny_sentiment, device="gpu")(["好"])
+        Taskflow("sentiment_analysis", task_path=tiny_sentiment, device="gpu", static=static)
 
 
 @pytest.mark.gpu
@@ -212,8 +213,19 @@ def test_a_weight_registered_under_two_names_is_stored_once(tmp_path):
 def test_changed_network_code_gets_a_fresh_export(tiny_sentiment, tmp_path, monkeypatch):
     # Same weights, different network source (a taskflow upgrade): the old program must not be reused.
     flow = Taskflow("sentiment_analysis", task_path=tiny_sentiment, home=tmp_path)
-    before = flow.task.weights_key()
+    flow(["好"])
+    exports = lambda: sorted(p.name for p in tmp_path.glob("taskflow/sentiment_analysis/tiny/*/static/*")
+                             if not p.name.startswith("."))
+    first = exports()
+    assert len(first) == 1
+    Taskflow("sentiment_analysis", task_path=tiny_sentiment, home=tmp_path)(["好"])
+    assert exports() == first                       # same code and weights: reused
+    before = flow.model.weights_key()
     source = tmp_path / "net.py"
-    source.write_text("# another version of the network\n")
-    monkeypatch.setattr("inspect.getsourcefile", lambda obj: str(source))
-    assert flow.task.weights_key() != before
+    source.write_text(Path(inspect.getsourcefile(flow.model.network_class())).read_text() + "\n# upgraded\n")
+    real = inspect.getsourcefile
+    monkeypatch.setattr("inspect.getsourcefile", lambda obj: str(source) if obj is flow.model.network_class() else real(obj))
+    upgraded = Taskflow("sentiment_analysis", task_path=tiny_sentiment, home=tmp_path)
+    assert upgraded.model.weights_key() != before
+    upgraded(["好"])
+    assert len(exports()) == 2 and first[0] in exports()

@@ -11,7 +11,7 @@ from make_tiny_models import MRC_CONTEXT
 
 from taskflow import Taskflow
 from taskflow.cli import main
-from taskflow.errors import InputTypeError, InvalidInputError
+from taskflow.errors import InputTypeError, InvalidInputError, OptionError
 from taskflow.tasks.reading_comprehension.data import (
     FEATURES, Vocab, best_spans, merge, normalise, prepare, windows)
 from taskflow.tasks.reading_comprehension.metrics import em_score, evaluate, f1_score, mixed_segmentation
@@ -81,7 +81,7 @@ def test_bad_inputs_are_typed_errors_naming_index_and_key(flow, bad, error, inde
     ({"max_seq_len": 16, "doc_stride": 16}, "doc_stride"), ({"handle_impossible_answer": "yes"}, "True or False"),
 ])
 def test_bad_options_are_errors(tiny, options, words):
-    with pytest.raises(InvalidInputError, match=words):
+    with pytest.raises(OptionError, match=words):
         Taskflow("reading_comprehension", task_path=tiny, **options)
     with pytest.raises(TypeError, match="unknown option"):
         Taskflow("reading_comprehension", task_path=tiny, stride=3)

@@ -32,7 +32,7 @@ def test_known_weakness_short_praise_with_jingcai(senta):
 
 
 def test_the_default_model_is_bundled_and_works_offline(senta):
-    assert senta.task.package.source in ("bundled", "cache")
+    assert senta.model.source in ("bundled", "cache")
     assert "char_cnn" in available_models("sentiment_analysis")
 
 

@@ -9,7 +9,7 @@ from make_tiny_models import make_tiny_similarity
 
 from taskflow import Taskflow
 from taskflow.cli import main
-from taskflow.errors import InputTypeError, InvalidInputError
+from taskflow.errors import InputTypeError, InvalidInputError, OptionError
 from taskflow.packages import available_models
 from taskflow.tasks.text_similarity.data import Pair, drop_overlap, read_pairs, split_lcqmc_dev
 from taskflow.tasks.text_similarity.features import Segmenter, Vocab, encode, model_text
@@ -89,9 +89,9 @@ def test_empty_members_are_typed_errors(flow, pair, which):
 
 def test_options_are_checked(tiny):
     for bad in (-0.1, 1.5, "0.5", True):
-        with pytest.raises(InvalidInputError, match="threshold"):
+        with pytest.raises(OptionError, match="threshold"):
             Taskflow("text_similarity", task_path=tiny, threshold=bad)
-    with pytest.raises(InvalidInputError, match="bi-encoder"):
+    with pytest.raises(OptionError, match="bi-encoder"):
         Taskflow("text_similarity", task_path=tiny, return_embeddings=True)
     with pytest.raises(TypeError, match="threshold"):
         Taskflow("text_similarity", task_path=tiny, treshold=0.5)

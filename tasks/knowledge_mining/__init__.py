@@ -42,12 +42,9 @@ import os
 import re
 from typing import Any, Iterable
 
-from taskflow.errors import InvalidInputError, UserDictError
+from taskflow.errors import OptionError, UserDictError
 from taskflow.registry import register_task
-from taskflow.task import TextTask
-from taskflow.tasks.lexical_analysis import (
-    LexicalAnalysisTask, check_entity_labels, entity_result, normalize, words_from_labels,
-)
+from taskflow.tasks.lexical_analysis import LexicalStages, normalize, words_from_labels
 from taskflow.tasks.lexical_analysis.user_dict import DictItem, UserDict, user_dict_lines
 
 from .categories import (
@@ -55,7 +52,7 @@ from .categories import (
 )
 from .termtree import Term, TermTree
 
-__all__ = ["KnowledgeMiningTask", "AccurateNERTask", "Labeller", "TermTree", "Term", "CATEGORIES",
+__all__ = ["KnowledgeMiningTask", "Labeller", "TermTree", "Term", "CATEGORIES",
            "ENTITY_CATEGORIES", "load_user_dict"]
 
 # Words of these LAC tags may be merged into one tree term.
@@ -81,8 +78,9 @@ class Labeller:
     """
 
     def __init__(self, tree: TermTree | None, classifier=None, *, rules: bool = True, max_merge_words: int = 4,
-                 max_merge_chars: int = 16, name_only_sources: Iterable[str] = ()):
+                 max_merge_chars: int = 16, name_only_sources: Iterable[str] = (), normalize=normalize):
         self.tree = tree
+        self.normalize = normalize
         self.classifier = classifier
         self.rules = rules
         self.name_only_sources = tuple(name_only_sources)
@@ -91,7 +89,7 @@ class Labeller:
 
     def label(self, text: str, words: list[tuple[int, int, str]]) -> list[list]:
         """``[start, end, category, termid or None]`` for each (possibly merged) word."""
-        norm = normalize(text)
+        norm = self.normalize(text)
         items: list[list] = []
         i = 0
         while i < len(words):
@@ -169,7 +167,7 @@ class Labeller:
         return category, entry.termid if entry else None
 
 
-def load_user_dict(source: Any, *, format: str = "auto") -> UserDict:
+def load_user_dict(source: Any, *, format: str = "auto", normalize=normalize) -> UserDict:
     """A WordTag user dictionary: ``长津湖/作品类_实体``, ``华为 手机/物体类``, or a bare word.
 
     A file path or a list of lines; parsed into the lexical tasks' :class:`UserDict`,
@@ -202,86 +200,67 @@ def load_user_dict(source: Any, *, format: str = "auto") -> UserDict:
 
 
 @register_task("knowledge_mining", aliases=["wordtag"])
-class KnowledgeMiningTask(TextTask):
+class KnowledgeMiningTask(LexicalStages):
     """WordTag categories and term ids for every word of each text; see the module docstring.
+
+    Its model (the term tree and category classifier) builds on the lexical model, named by
+    its manifest's ``requires.lexical``: that network runs, then the labeller.
 
     >>> from taskflow import Taskflow
     >>> Taskflow("wordtag", user_dict=["长津湖/作品类_实体"])("长津湖很好看")   # doctest: +SKIP
     [{'text': '长津湖很好看', 'items': [{'item': '长津湖', 'offset': 0, 'length': 3,
-      'wordtag_label': '作品类_实体'}, ...]}]
+      'wordtag_label': '作品类_实体', 'termid': '作品与出版物_eb_长津湖'}, ...]}]
     """
 
     default_model = "termtree"
-    default_batch_size = 64
+    lexical_role = "lexical"
 
-    def __init__(self, package, *, term_tree: Any = None, user_dict: Any = None, user_dict_format: str = "auto",
+    def __init__(self, model, *, term_tree: Any = None, user_dict: Any = None, user_dict_format: str = "auto",
                  **base):
-        super().__init__(package, **base)
-        self.lexical = LexicalAnalysisTask(self.required_package("lexical"), options=self.options,
-                                           batch_size=self.batch_size, home=self.home, offline=self.offline)
+        super().__init__(model, **base)
         if term_tree is None:
-            tree = TermTree.load(package.path(self.manifest["term_tree"]), normalize)
+            tree = TermTree.load(model.path(self.manifest["term_tree"]), self.normalize)
         elif isinstance(term_tree, TermTree):
             tree = term_tree
         elif isinstance(term_tree, (str, os.PathLike)):
-            tree = TermTree.load(term_tree, normalize)
+            tree = TermTree.load(term_tree, self.normalize)
         else:
-            raise InvalidInputError(f"term_tree must be a file path or a TermTree, got {type(term_tree).__name__}")
+            raise OptionError(f"term_tree must be a file path or a TermTree, got {type(term_tree).__name__}",
+                              "term_tree")
         from .classifier import CategoryClassifier
 
-        classifier = CategoryClassifier.load(package.path("classifier.npz"), self.manifest["classes"])
-        self.labeller = Labeller(tree, classifier, **self.manifest.get("labeller", {}))
-        self.user_dict = None if user_dict is None else load_user_dict(user_dict, format=user_dict_format)
+        classifier = CategoryClassifier.load(model.path("classifier.npz"), self.manifest["classes"])
+        self.labeller = Labeller(tree, classifier, normalize=self.normalize, **self.manifest.get("labeller", {}))
+        self.user_dict = (None if user_dict is None
+                          else load_user_dict(user_dict, format=user_dict_format, normalize=self.normalize))
 
     @property
     def tree(self) -> TermTree:
         return self.labeller.tree
 
-    # ------------------------------------------------ the lexical model runs everything Paddle
-    @property
-    def predictor(self):
-        return self.lexical.predictor
-
-    @property
-    def max_length(self) -> int:
-        return self.lexical.max_length
-
-    def network_class(self):
-        return self.lexical.network_class()
-
-    def input_specs(self):
-        return self.lexical.input_specs()
-
-    def preprocess(self, units):
-        return self.lexical.preprocess(units)
-
-    def postprocess(self, outputs, units):
-        return self.lexical.postprocess(outputs, units)
-
     def join(self, item, results, units):
-        lac = self.lexical.join(item, results, units)
-        words, start = [], 0
-        for seg, tag in zip(lac["segs"], lac["tags"]):
-            words.append((start, start + len(seg), tag))
-            start += len(seg)
-        items = self.labeller.label(item, words)
+        return self.format_result(item, self.wordtag_items(item, results, units))
+
+    def wordtag_items(self, item: str, results, units) -> list[list]:
+        """``[start, end, category, termid or None]`` for each word of ``item``."""
+        items = self.labeller.label(item, self.lac_words(item, results, units))
         if self.user_dict is not None:
             items = self._apply_user_dict(item, items)
-        return self.format_result(item, items)
+        return items
 
     def _apply_user_dict(self, text: str, items: list[list]) -> list[list]:
         begins, labels = [False] * len(text), [""] * len(text)
         for s, e, label, _ in items:
             begins[s] = True
             labels[s:e] = [label] * (e - s)
-        self.user_dict.apply(normalize(text), begins, labels)
+        self.user_dict.apply(self.normalize(text), begins, labels)
         known = {(s, e, label): termid for s, e, label, termid in items}
         out = []
         for s, e, label in words_from_labels(text, begins, labels):
             if (s, e, label) in known:
                 termid = known[(s, e, label)]
             else:
-                entry = self.tree.linked(normalize(text[s:e]), label)
+                entry = self.tree.linked(self.normalize(text[s:e]), label)
                 termid = entry.termid if entry else None
             out.append([s, e, label, termid])
         return out
@@ -296,49 +275,8 @@ class KnowledgeMiningTask(TextTask):
         return {"text": text, "items": out}
 
     def render_html(self, results, items):
-        from taskflow.display import html_spans
+        from taskflow.display import html_words
 
         labels: list[str] = []
-        return "".join(
-            html_spans(r["text"], [(i["offset"], i["offset"] + i["length"], i["wordtag_label"])
-                                   for i in r["items"] if i["wordtag_label"] != "w"], labels)
-            for r in results
-        )
-
-
-class AccurateNERTask(KnowledgeMiningTask):
-    """``Taskflow("ner", mode="accurate")``: entities with WordTag categories.
-
-    Same output as the fast mode (``text``, ``entities`` with ``text/label/start/end``,
-    ``words`` as ``(word, label)`` pairs); labels are WordTag categories.  Options:
-    ``entity_labels`` (default :data:`ENTITY_CATEGORIES`), ``entity_only`` (default
-    ``True``: ``words`` holds only entity words), ``user_dict`` in the WordTag format.
-
-    >>> from taskflow import Taskflow
-    >>> Taskflow("ner", mode="accurate")("李明在北京大学工作")   # doctest: +SKIP
-    [{'text': '李明在北京大学工作',
-      'entities': [{'text': '李明', 'label': '人物类_实体', 'start': 0, 'end': 2},
-                   {'text': '北京大学', 'label': '组织机构类', 'start': 3, 'end': 7}],
-      'words': [('李明', '人物类_实体'), ('北京大学', '组织机构类')]}]
-    """
-
-    name = "ner"   # not registered: NERTask.class_for picks it for knowledge_mining packages
-
-    def __init__(self, package, *, entity_labels: Iterable[str] | None = None, entity_only: bool = True,
-                 user_dict: Any = None, user_dict_format: str = "auto", **base):
-        super().__init__(package, user_dict=user_dict, user_dict_format=user_dict_format, **base)
-        known = list(CATEGORIES) + sorted(self.user_dict.tags - set(CATEGORIES) if self.user_dict is not None else ())
-        self.entity_labels = check_entity_labels(entity_labels, ENTITY_CATEGORIES, known,
-                                                 "categories such as ['人物类_实体', '组织机构类']")
-        self.entity_only = bool(entity_only)
-
-    def format_result(self, text, items):
-        return entity_result(text, [(s, e, label) for s, e, label, _ in items], self.entity_labels, self.entity_only)
-
-    def render_html(self, results, items):
-        from taskflow.display import html_spans
-
-        labels: list[str] = []
-        return "".join(
-            html_spans(r["text"], [(e["start"], e["end"], e["label"]) for e in r["entities"]], labels) for r in results
-        )
+        return "".join(html_words(r["text"], [(i["item"], i["wordtag_label"]) for i in r["items"]], labels)
+                       for r in results)

@@ -1,4 +1,4 @@
-"""lexical_analysis, word_segmentation, pos_tagging and ner (fast): one LAC-style model.
+"""lexical_analysis, word_segmentation and pos_tagging: one LAC-style model (ner's fast mode is tasks/ner).
 
 >>> from taskflow import Taskflow
 >>> Taskflow("lexical_analysis")("李明昨天在北京大学见到了王芳")   # doctest: +SKIP
@@ -11,8 +11,8 @@ starts here) or ``TAG-I`` (the word goes on), in the LAC tag set::
 
     n f s t nr ns nt nw nz v vd vn a ad an d m q r p c u xc w PER LOC ORG TIME
 
-The three thin tasks run the same model package and share its cache; they
-only shape the output differently.  Every task takes:
+word_segmentation, pos_tagging, ner and knowledge_mining run the same model
+package (through :class:`LexicalStages`); they only shape the output differently.  Every task takes:
 
 * ``user_dict``: a file path or a list of lines in LAC's customisation format
   (``春天/SEASON``, ``花 开/v``) or jieba's (``word freq tag``); see
@@ -29,43 +29,53 @@ from __future__ import annotations
 
 import json
 import unicodedata
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
-from taskflow.errors import InvalidInputError, UserDictError
+from taskflow.errors import UserDictError
+from taskflow.model import register_network
 from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
 from taskflow.task import TextTask
+from taskflow.text import Normalizer
 
 from .user_dict import UserDict, UserDictFormat
 
 __all__ = [
-    "LexicalAnalysisTask", "WordSegmentationTask", "POSTaggingTask", "NERTask",
-    "normalize", "encode", "read_vocab", "ENTITY_LABELS",
+    "LexicalStages", "LexicalAnalysisTask", "WordSegmentationTask", "POSTaggingTask",
+    "normalize", "encode", "read_vocab", "words_from_labels", "NORMALIZATION",
 ]
 
 PAD, UNK = 0, 1
 BOS, EOS = "\x02", "\x03"   # bigram padding around a text; never produced by normalize()
-ENTITY_LABELS = ("PER", "LOC", "ORG", "TIME")
+# What the shipped model was trained on: half-width, ASCII lower-case, any whitespace a space.
+NORMALIZATION = ("width", "lower", "space")
 
-_NORMALIZE = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}            # full -> half width
-_NORMALIZE.update({code: code + 32 for code in range(ord("A"), ord("Z") + 1)})  # ASCII lower-case
-_NORMALIZE.update({code: code - 0xFEE0 + 32 for code in range(0xFF21, 0xFF3B)})  # Ａ -> a in one step
-_NORMALIZE.update({code: 0x20 for code in range(0x10000) if chr(code).isspace()})
-_NORMALIZE.update({ord(BOS): 0x20, ord(EOS): 0x20})
+register_network("bigru_crf", "taskflow.tasks.lexical_analysis.model:LexicalNet")
 
 
-def normalize(text: str) -> str:
-    """What the model sees: half-width, ASCII lower-case, any whitespace as a space.
+class LexicalNormalizer:
+    """A model's normalisation, with the bigram padding marks also made spaces (so text can
+    never fake them); one char in, one char out, so offsets into the normalised text are
+    offsets into the caller's.
 
-    One char in, one char out (``str.lower`` would turn 'İ' into two), so
-    offsets into the normalised text are offsets into the caller's.
-
-    >>> normalize("ＩＢＭ\\u3000公司")
+    >>> LexicalNormalizer(Normalizer(NORMALIZATION))("ＩＢＭ\\u3000公司")
     'ibm 公司'
     """
-    return text.translate(_NORMALIZE)
+
+    _MARKS = {ord(BOS): 0x20, ord(EOS): 0x20}
+
+    def __init__(self, normalizer: Normalizer):
+        if not normalizer.keeps_length:
+            raise ValueError(f"the lexical tasks need a normalisation that keeps offsets; got {normalizer!r}")
+        self.normalizer = normalizer
+
+    def __call__(self, text: str) -> str:
+        return self.normalizer(text).translate(self._MARKS)
+
+
+normalize = LexicalNormalizer(Normalizer(NORMALIZATION))   # the shipped model's; recipes train with it
 
 
 def read_vocab(path) -> tuple[dict[str, int], dict[str, int]]:
@@ -131,42 +141,31 @@ def words_from_labels(text: str, begins: list[bool], tags: list[str]) -> list[tu
     return words
 
 
-@register_task("lexical_analysis", aliases=["lac", "lexical"])
-class LexicalAnalysisTask(TextTask):
-    """Words and their LAC tags (POS plus PER/LOC/ORG/TIME) for each text.
+class LexicalStages(TextTask):
+    """The stages of every task that runs the lexical network: text in, ``(start, end, tag)``
+    words out (:meth:`lac_words`).  ``lexical_role`` names the required model to run when
+    the task's own model builds on the lexical one (knowledge_mining: ``"lexical"``)."""
 
-    >>> from taskflow import Taskflow
-    >>> Taskflow("lexical_analysis", user_dict=["北京大学/ORG"])("我在北京大学")   # doctest: +SKIP
-    [{'text': '我在北京大学', 'segs': ['我', '在', '北京大学'], 'tags': ['r', 'p', 'ORG']}]
-    """
-
-    default_model = "bigru_crf"
     default_batch_size = 64
+    network_type = "bigru_crf"
+    default_normalization = NORMALIZATION
+    lexical_role: str | None = None
 
-    def __init__(self, package, *, user_dict: Any = None, user_dict_format: str = "auto", **base):
-        super().__init__(package, **base)
-        self.labels = list(self.manifest["labels"])
+    def __init__(self, model, **base):
+        super().__init__(model, **base)
+        if self.lexical_role is not None:
+            self.network_model = model.required(self.lexical_role)
+        lexical = self.network_model
+        self.labels = list(lexical.manifest["labels"])
         self._label_tags = [label.rsplit("-", 1)[0] for label in self.labels]
         self._label_begins = [label.endswith("-B") for label in self.labels]
-        self.chars, self.bigrams = read_vocab(package.path("vocab.json"))
-        if user_dict_format not in [f.value for f in UserDictFormat]:
-            raise UserDictError(f"user_dict_format must be one of 'auto', 'lac', 'jieba'; got {user_dict_format!r}")
-        self.user_dict = None
-        if user_dict is not None:
-            from .data import JIEBA_TO_LAC
-
-            self.user_dict = UserDict.load(user_dict, format=user_dict_format, normalize=normalize, tag_map=JIEBA_TO_LAC)
+        self.chars, self.bigrams = read_vocab(lexical.path("vocab.json"))
+        self.normalize = LexicalNormalizer(lexical.normalizer)
 
     @property
     def tag_set(self) -> list[str]:
         """The tags the model can give, in the package's order."""
         return list(dict.fromkeys(self._label_tags))
-
-    # ---------------------------------------------------------------- model
-    def network_class(self):
-        from .model import LexicalNet
-
-        return LexicalNet
 
     def input_specs(self):
         return [
@@ -174,15 +173,15 @@ class LexicalAnalysisTask(TextTask):
             InputSpec("bigram_ids", "int64", (self.batch_size, self.max_length + 1)),
         ]
 
-    # --------------------------------------------------------------- stages
     def preprocess(self, units):
-        return encode([normalize(text) for _, text in units], self.chars, self.bigrams)
+        return encode([self.normalize(text) for _, text in units], self.chars, self.bigrams)
 
     def postprocess(self, outputs, units):
         paths = outputs[0]
         return [paths[row, : len(text)].tolist() for row, (_, text) in enumerate(units)]
 
-    def join(self, item, results, units):
+    def lac_words(self, item: str, results, units, user_dict: UserDict | None = None) -> list[tuple[int, int, str]]:
+        """``(start, end, LAC tag)`` words of ``item`` from its chunks' label ids."""
         ids = [label for result in results for label in result]
         begins = [self._label_begins[i] for i in ids]
         tags = [self._label_tags[i] for i in ids]
@@ -192,24 +191,50 @@ class LexicalAnalysisTask(TextTask):
         for offset, _ in units:
             if offset < len(begins):
                 begins[offset] = True
-        norm = normalize(item)
+        norm = self.normalize(item)
         mark_unseen_symbols(norm, self.chars, begins, tags)
-        if self.user_dict is not None:
-            self.user_dict.apply(norm, begins, tags)
-        return self.format_result(item, words_from_labels(item, begins, tags))
+        if user_dict is not None:
+            user_dict.apply(norm, begins, tags)
+        return words_from_labels(item, begins, tags)
+
+
+@register_task("lexical_analysis", aliases=["lac", "lexical"])
+class LexicalAnalysisTask(LexicalStages):
+    """Words and their LAC tags (POS plus PER/LOC/ORG/TIME) for each text.
+
+    >>> from taskflow import Taskflow
+    >>> Taskflow("lexical_analysis", user_dict=["北京大学/ORG"])("我在北京大学")   # doctest: +SKIP
+    [{'text': '我在北京大学', 'segs': ['我', '在', '北京大学'], 'tags': ['r', 'p', 'ORG']}]
+    """
+
+    default_model = "bigru_crf"
+
+    def __init__(self, model, *, user_dict: Any = None, user_dict_format: str = "auto", **base):
+        super().__init__(model, **base)
+        if user_dict_format not in [f.value for f in UserDictFormat]:
+            raise UserDictError(f"user_dict_format must be one of 'auto', 'lac', 'jieba'; got {user_dict_format!r}")
+        self.user_dict = None
+        if user_dict is not None:
+            from .data import JIEBA_TO_LAC
+
+            self.user_dict = UserDict.load(user_dict, format=user_dict_format, normalize=self.normalize,
+                                           tag_map=JIEBA_TO_LAC)
+
+    def join(self, item, results, units):
+        return self.format_result(item, self.lac_words(item, results, units, self.user_dict))
 
     def format_result(self, text: str, words: list[tuple[int, int, str]]) -> Any:
         return {"text": text, "segs": [text[s:e] for s, e, _ in words], "tags": [t for _, _, t in words]}
 
+    def result_words(self, result: Any) -> list[tuple[str, str | None]]:
+        """``(word, tag)`` pairs of one result, for the notebook view."""
+        return list(zip(result["segs"], result["tags"]))
+
     def render_html(self, results, items):
-        from taskflow.display import html_spans
+        from taskflow.display import html_words
 
         labels: list[str] = []
-        blocks = []
-        for r in results:
-            spans = [(s, s + len(w), t) for (s, w), t in zip(_starts(r["segs"]), r["tags"]) if t != "w"]
-            blocks.append(html_spans(r["text"], spans, labels))
-        return "".join(blocks)
+        return "".join(html_words(text, self.result_words(r), labels) for r, text in zip(results, items))
 
 
 @register_task("word_segmentation", aliases=["segmentation", "cws"])
@@ -226,6 +251,9 @@ class WordSegmentationTask(LexicalAnalysisTask):
     def format_result(self, text, words):
         return [text[s:e] for s, e, _ in words]
 
+    def result_words(self, result):
+        return [(word, None) for word in result]
+
 
 @register_task("pos_tagging", aliases=["pos"])
 class POSTaggingTask(LexicalAnalysisTask):
@@ -241,91 +269,5 @@ class POSTaggingTask(LexicalAnalysisTask):
     def format_result(self, text, words):
         return [(text[s:e], t) for s, e, t in words]
 
-
-@register_task("ner", aliases=["named_entity_recognition"])
-class NERTask(LexicalAnalysisTask):
-    """Named entities with character offsets, plus the ``(word, tag)`` list.
-
-    Options (on top of ``user_dict`` / ``user_dict_format``):
-        entity_labels: which tags count as entities (default PER, LOC, ORG,
-            TIME); tags from the user dictionary may be added.
-        entity_only: keep only entity words in ``words``.
-
-    ``mode="accurate"`` gives WordTag categories instead (人物类_实体, 组织机构类...),
-    ``entity_only=True`` by default, in the same shape; see
-    :class:`taskflow.tasks.knowledge_mining.AccurateNERTask`.
-
-    ``text[start:end] == entity['text']`` for every entity (``end`` exclusive).
-
-    >>> from taskflow import Taskflow
-    >>> Taskflow("ner", mode="fast")("李明昨天在北京大学见到了王芳")   # doctest: +SKIP
-    [{'text': '李明昨天在北京大学见到了王芳',
-      'entities': [{'text': '李明', 'label': 'PER', 'start': 0, 'end': 2},
-                   {'text': '昨天', 'label': 'TIME', 'start': 2, 'end': 4},
-                   {'text': '北京大学', 'label': 'ORG', 'start': 5, 'end': 9},
-                   {'text': '王芳', 'label': 'PER', 'start': 12, 'end': 14}],
-      'words': [('李明', 'PER'), ('昨天', 'TIME'), ('在', 'p'), ('北京大学', 'ORG'),
-                ('见到', 'v'), ('了', 'u'), ('王芳', 'PER')]}]
-    """
-
-    default_model = "lexical_analysis/bigru_crf"
-    modes = {"fast": "lexical_analysis/bigru_crf", "accurate": "knowledge_mining/termtree"}
-
-    @classmethod
-    def class_for(cls, package_task):
-        # mode="accurate" runs a knowledge_mining package: WordTag categories, same output shape.
-        if package_task == "knowledge_mining":
-            from taskflow.tasks.knowledge_mining import AccurateNERTask
-
-            return AccurateNERTask
-        return cls
-
-    def __init__(self, package, *, entity_labels: Iterable[str] | None = None, entity_only: bool = False, **base):
-        super().__init__(package, **base)
-        user_tags = sorted(self.user_dict.tags) if self.user_dict is not None else []
-        known = list(dict.fromkeys(self.tag_set + user_tags))
-        self.entity_labels = check_entity_labels(entity_labels, ENTITY_LABELS, known, "tag names such as ['PER', 'ORG']")
-        self.entity_only = bool(entity_only)
-
-    def format_result(self, text, words):
-        return entity_result(text, words, self.entity_labels, self.entity_only)
-
-    def render_html(self, results, items):
-        from taskflow.display import html_spans
-
-        labels: list[str] = []
-        return "".join(
-            html_spans(r["text"], [(e["start"], e["end"], e["label"]) for e in r["entities"]], labels) for r in results
-        )
-
-
-def _starts(words: list[str]) -> list[tuple[int, str]]:
-    out, start = [], 0
-    for word in words:
-        out.append((start, word))
-        start += len(word)
-    return out
-
-
-def check_entity_labels(entity_labels: Iterable[str] | None, default: Iterable[str], known: list[str],
-                        example: str) -> frozenset:
-    """The labels a ner task reports (``default`` when ``None``); a typed error names unknown ones."""
-    if entity_labels is None:
-        return frozenset(default)
-    if isinstance(entity_labels, str) or not all(isinstance(x, str) for x in entity_labels):
-        raise InvalidInputError(f"entity_labels must be a list of {example}, got {entity_labels!r}")
-    entity_labels = tuple(entity_labels)
-    unknown = sorted(set(entity_labels) - set(known))
-    if unknown or not entity_labels:
-        raise InvalidInputError(
-            f"entity_labels has {', '.join(map(repr, unknown)) or 'no labels'}; choose from {', '.join(known)}"
-        )
-    return frozenset(entity_labels)
-
-
-def entity_result(text: str, words: Iterable[tuple[int, int, str]], entity_labels: frozenset, entity_only: bool) -> dict:
-    """ner's output for ``(start, end, label)`` words: ``{'text', 'entities', 'words'}`` (both modes)."""
-    words = list(words)
-    entities = [{"text": text[s:e], "label": t, "start": s, "end": e} for s, e, t in words if t in entity_labels]
-    pairs = [(text[s:e], t) for s, e, t in words if not entity_only or t in entity_labels]
-    return {"text": text, "entities": entities, "words": pairs}
+    def result_words(self, result):
+        return list(result)

@@ -39,14 +39,17 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from taskflow.errors import InvalidInputError
+from taskflow.errors import ManifestError, OptionError
+from taskflow.model import register_network
 from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
-from taskflow.task import MultiTextTask
+from taskflow.task import MultiTextTask, bool_option, int_option
 
-from .data import FEATURES, Prepared, Vocab, best_spans, encode, merge, prepare, windows
+from .data import FEATURES, NORMALIZATION, Prepared, Vocab, best_spans, encode, merge, prepare, windows
 
 __all__ = ["ReadingComprehensionTask"]
+
+register_network("drqa_reader", "taskflow.tasks.reading_comprehension.model:ReaderNet")
 
 class Item(NamedTuple):
     context: str
@@ -57,12 +60,6 @@ class Window(NamedTuple):
     prepared: Prepared
     start: int
     end: int
-
-
-def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise InvalidInputError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return int(value)
 
 
 @register_task("reading_comprehension", aliases=["question_answering_extractive"])
@@ -86,35 +83,33 @@ class ReadingComprehensionTask(MultiTextTask):
     default_model = "drqa_char"
     default_batch_size = 16
     input_fields = ("context", "question")
+    network_type = "drqa_reader"
+    default_normalization = NORMALIZATION
 
-    def __init__(self, package, *, top_k: int = 1, max_answer_len: int | None = None, max_seq_len: int | None = None,
+    def __init__(self, model, *, top_k: int = 1, max_answer_len: int | None = None, max_seq_len: int | None = None,
                  doc_stride: int | None = None, handle_impossible_answer: bool = False, **base):
-        super().__init__(package, **base)
+        super().__init__(model, **base)
         manifest = self.manifest
-        self.top_k = _positive_int("top_k", top_k)
-        self.max_answer_len = _positive_int("max_answer_len", manifest.get("max_answer_len", 64)
-                                            if max_answer_len is None else max_answer_len)
-        self.max_seq_len = _positive_int("max_seq_len", manifest.get("max_seq_len", 512)
-                                         if max_seq_len is None else max_seq_len, 8)
-        self.doc_stride = _positive_int("doc_stride", manifest.get("doc_stride", 128)
-                                        if doc_stride is None else doc_stride, 0)
+        self.top_k = int_option("top_k", top_k)
+        self.max_answer_len = int_option("max_answer_len", manifest.get("max_answer_len", 64)
+                                         if max_answer_len is None else max_answer_len)
+        self.max_seq_len = int_option("max_seq_len", manifest.get("max_seq_len", 512)
+                                      if max_seq_len is None else max_seq_len, 8)
+        self.doc_stride = int_option("doc_stride", manifest.get("doc_stride", 128)
+                                     if doc_stride is None else doc_stride, 0)
         if self.doc_stride >= self.max_seq_len:
-            raise InvalidInputError(f"doc_stride ({self.doc_stride}) must be smaller than max_seq_len "
-                                    f"({self.max_seq_len}): windows overlap by doc_stride chars")
-        if not isinstance(handle_impossible_answer, bool):
-            raise InvalidInputError(f"handle_impossible_answer must be True or False, got {handle_impossible_answer!r}")
-        self.handle_impossible_answer = handle_impossible_answer
+            raise OptionError(f"doc_stride ({self.doc_stride}) must be smaller than max_seq_len "
+                              f"({self.max_seq_len}): windows overlap by doc_stride chars", "doc_stride")
+        self.handle_impossible_answer = bool_option("handle_impossible_answer", handle_impossible_answer)
         self.max_question_len = int(manifest.get("max_question_len", 64))
         if list(manifest.get("features", FEATURES)) != list(FEATURES):
-            raise InvalidInputError(f"model {manifest.name!r} was trained with features {manifest.get('features')}; "
-                                    f"this taskflow computes {list(FEATURES)}: upgrade taskflow or retrain")
-        self.vocab = Vocab.load(package.path("vocab.json"))
-
-    # ---------------------------------------------------------------- model
-    def network_class(self) -> type:
-        from .model import ReaderNet
-
-        return ReaderNet
+            raise ManifestError(f"model {manifest.name!r} was trained with features {manifest.get('features')}; "
+                                f"this taskflow computes {list(FEATURES)}: upgrade taskflow or retrain")
+        self.vocab = Vocab.load(model.path("vocab.json"))
+        self.normalize = model.normalizer
+        if not self.normalize.keeps_length:
+            raise ManifestError(f"model {manifest.name!r}: reading comprehension needs a normalisation that keeps "
+                                f"offsets; got {self.normalize!r}")
 
     def input_specs(self):
         width = self.max_seq_len + 1
@@ -127,7 +122,7 @@ class ReadingComprehensionTask(MultiTextTask):
         return Item(*super().check_item(item, index))
 
     def split(self, item: Item) -> list[Window]:
-        prepared = prepare(item.context, item.question, self.vocab, self.max_question_len)
+        prepared = prepare(item.context, item.question, self.vocab, self.max_question_len, normalize=self.normalize)
         return [Window(prepared, a, b) for a, b in windows(len(item.context), self.max_seq_len, self.doc_stride)]
 
     def unit_length(self, unit: Window) -> int:
@@ -159,14 +154,17 @@ class ReadingComprehensionTask(MultiTextTask):
     # -------------------------------------------------------------- display
     def render_html(self, results, items):
         """Each question, then its answer(s) highlighted in the context."""
-        from taskflow.display import html_spans
+        from taskflow.display import html_spans, overlapped
 
         blocks = []
         for result, item in zip(results, items):
             answers = result if isinstance(result, list) else [result]
+            # Best first: an answer overlapping a better one is listed under the context, not drawn.
             spans = [(a["start"], a["end"], f"#{rank} {a['score']:.2f}") for rank, a in enumerate(answers, 1) if a["answer"]]
             head = f"<div style='font-weight:bold;margin-top:6px'>Q: {html.escape(item.question)}</div>"
             body = html_spans(item.context, spans)
+            for start, end, label in overlapped(spans):
+                body += f"<div>{html.escape(label)}: {html.escape(item.context[start:end])}</div>"
             if not spans:
                 body += f"<div><i>no answer</i> ({answers[0]['score']:.2f})</div>"
             blocks.append(head + body)

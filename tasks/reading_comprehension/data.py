@@ -28,9 +28,9 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from taskflow.text import Vocab as CharWordVocab, q2b
+from taskflow.text import Normalizer, Vocab as CharWordVocab
 
-__all__ = ["PAD", "UNK", "NULL", "FEATURES", "normalise", "Vocab", "Prepared", "prepare",
+__all__ = ["PAD", "UNK", "NULL", "FEATURES", "NORMALIZATION", "normalise", "Vocab", "Prepared", "prepare",
            "segment_context", "windows", "merge", "encode", "best_spans"]
 
 PAD, UNK, NULL = 0, 1, 2
@@ -40,24 +40,10 @@ FEATURES = ("char_in_q", "bigram_left_in_q", "bigram_right_in_q", "trigram_left_
             "trigram_right_in_q", "word_in_q", "word_B", "word_M", "word_E", "word_S", "punct")
 
 
-@functools.lru_cache(maxsize=1)
-def _table() -> dict[int, int]:
-    table = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}                   # full -> half width
-    table.update({code: code + 32 for code in range(ord("A"), ord("Z") + 1)})          # ASCII lower-case
-    table.update({code: code - 0xFEE0 + 32 for code in range(0xFF21, 0xFF3B)})         # Ａ -> a in one step
-    for code in range(0x10000):
-        if chr(code).isspace():
-            table[code] = 0x20
-    return table
-
-
-def normalise(text: str) -> str:
-    """Half-width, ASCII lower-case, whitespace as spaces; ``len`` is kept.
-
-    >>> normalise("ＡＢＣ\\n１２３")
-    'abc 123'
-    """
-    return q2b(text).translate(_table())
+# What the shipped model was trained on: half-width, ASCII lower-case, whitespace as spaces;
+# one char in, one char out, so offsets into the normalised text are offsets into the caller's.
+NORMALIZATION = ("width", "lower", "space")
+normalise = Normalizer(NORMALIZATION)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -119,10 +105,10 @@ def segment_context(context: str, vocab: Vocab) -> list[str]:
 
 
 def prepare(context: str, question: str, vocab: Vocab, max_question_len: int = 64,
-            context_words: list[str] | None = None) -> Prepared:
+            context_words: list[str] | None = None, normalize: Normalizer = normalise) -> Prepared:
     """Ids and features of ``context`` (any length) read against ``question``;
     ``context_words`` is :func:`segment_context` of the normalised context, if known."""
-    context, question = normalise(context), normalise(question)
+    context, question = normalize(context), normalize(question)
     question = "".join(question.split())[:max_question_len] or question[:max_question_len]
     n = len(context)
     punct = np.fromiter((_is_punct(c) for c in context), dtype=np.float32, count=n)

@@ -16,27 +16,24 @@ import html
 
 import numpy as np
 
+from taskflow.model import register_network
 from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
-from taskflow.task import TextTask
-from taskflow.text import q2b
+from taskflow.task import TextTask, bool_option
+from taskflow.text import Normalizer
 
-__all__ = ["SentimentAnalysisTask", "encode"]
+__all__ = ["SentimentAnalysisTask", "encode", "normalize", "NORMALIZATION"]
 
 PAD, UNK = 0, 1
+# What the shipped model was trained on: half-width, ASCII lower-case (one char per char).
+NORMALIZATION = ("width", "lower")
+normalize = Normalizer(NORMALIZATION)
+
+register_network("sentiment_cnn", "taskflow.tasks.sentiment_analysis.model:SentimentNet")
 
 
-_ASCII_LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
-
-
-def normalize(text: str) -> str:
-    """What the model sees: half-width, ASCII lower-case; one char per char,
-    unlike ``str.lower`` (which turns 'İ' into two)."""
-    return q2b(text).translate(_ASCII_LOWER)
-
-
-def encode(texts: list[str], vocab: dict[str, int]) -> np.ndarray:
-    """Character ids, right-padded with 0, unknown characters 1."""
+def encode(texts: list[str], vocab: dict[str, int], normalize=normalize) -> np.ndarray:
+    """Character ids of the normalised texts, right-padded with 0, unknown characters 1."""
     width = max(1, max(len(t) for t in texts))
     ids = np.zeros((len(texts), width), dtype=np.int64)
     for row, text in enumerate(texts):
@@ -62,23 +59,21 @@ class SentimentAnalysisTask(TextTask):
 
     default_model = "char_cnn"
     default_batch_size = 32
+    network_type = "sentiment_cnn"
+    default_normalization = NORMALIZATION
 
-    def __init__(self, package, *, return_all_scores: bool = False, **base):
-        super().__init__(package, **base)
-        self.return_all_scores = bool(return_all_scores)
+    def __init__(self, model, *, return_all_scores: bool = False, **base):
+        super().__init__(model, **base)
+        self.return_all_scores = bool_option("return_all_scores", return_all_scores)
         self.labels = list(self.manifest["labels"])
-        self.vocab = read_vocab(package.path("vocab.txt"))
-
-    def network_class(self):
-        from .model import SentimentNet
-
-        return SentimentNet
+        self.vocab = read_vocab(model.path("vocab.txt"))
+        self.normalize = model.normalizer
 
     def input_specs(self):
         return [InputSpec("input_ids", "int64", (self.batch_size, self.max_length))]
 
     def preprocess(self, units):
-        return {"input_ids": encode([text for _, text in units], self.vocab)}
+        return {"input_ids": encode([text for _, text in units], self.vocab, self.normalize)}
 
     def postprocess(self, outputs, units):
         return [row.astype(float).tolist() for row in outputs[0]]

@@ -28,18 +28,22 @@ it reads identically (e.g. differing only in punctuation) get similarity 1.0.
 from __future__ import annotations
 
 import html
-import numbers
 
 import numpy as np
 
-from taskflow.errors import InvalidInputError
-from taskflow.predictor import InputSpec, load_weights
+from taskflow.errors import OptionError
+from taskflow.model import register_network
+from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
-from taskflow.task import MultiTextTask
+from taskflow.task import MultiTextTask, bool_option, number_option
 
-from .features import Vocab, encode, model_text
+from .features import NORMALIZATION, Vocab, encode, model_text
 
 __all__ = ["TextSimilarityTask"]
+
+# A cross-encoder reads both texts together; a bi-encoder ("siamese") encodes each alone.
+register_network("match", "taskflow.tasks.text_similarity.model:MatchNet")
+register_network("siamese", "taskflow.tasks.text_similarity.model:SiameseNet")
 
 @register_task("text_similarity", aliases=["text_matching"])
 class TextSimilarityTask(MultiTextTask):
@@ -61,41 +65,27 @@ class TextSimilarityTask(MultiTextTask):
     default_batch_size = 32
     input_fields = ("text1", "text2")
     item_noun = "pair"
+    network_type = "match"
+    default_normalization = NORMALIZATION
 
-    def __init__(self, package, *, threshold: float | None = None, return_embeddings: bool = False, **base):
-        super().__init__(package, **base)
-        if threshold is None:
-            threshold = self.manifest.get("threshold", 0.5)
-        if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or not 0.0 <= threshold <= 1.0:
-            raise InvalidInputError(f"threshold must be a number between 0 and 1, got {threshold!r}")
-        self.threshold = float(threshold)
-        self.architecture = dict(self.manifest["architecture"])
-        self.bi_encoder = self.architecture.get("type", "match") == "siamese"
-        if return_embeddings and not self.bi_encoder:
-            raise InvalidInputError(
-                f"return_embeddings=True needs a bi-encoder model; {self.manifest.name!r} compares the two texts "
+    def __init__(self, model, *, threshold: float | None = None, return_embeddings: bool = False, **base):
+        super().__init__(model, **base)
+        self.threshold = number_option("threshold", self.manifest.get("threshold", 0.5) if threshold is None
+                                       else threshold, 0.0, 1.0)
+        self.bi_encoder = model.network_type == "siamese"
+        if bool_option("return_embeddings", return_embeddings) and not self.bi_encoder:
+            raise OptionError(
+                f"return_embeddings=True needs a bi-encoder model; {model.name!r} compares the two texts "
                 "jointly and has no sentence embeddings. Pick a model whose architecture type is 'siamese' "
-                "(see Taskflow.tasks()), or drop return_embeddings."
+                "(see Taskflow.tasks()), or drop return_embeddings.", "return_embeddings"
             )
-        self.return_embeddings = bool(return_embeddings)
-        self.vocab = Vocab.load(package.path("vocab.json"))
+        self.return_embeddings = return_embeddings
+        self.vocab = Vocab.load(model.path("vocab.json"))
+        self.normalize = model.normalizer
 
     @property
     def max_length(self) -> int:
         return int(self.manifest["max_length"])
-
-    # ---------------------------------------------------------------- model
-    def network_class(self) -> type:
-        from .model import ARCHITECTURES
-
-        return ARCHITECTURES[self.architecture.get("type", "match")]
-
-    def build_network(self):
-        # The architecture names its class under "type"; the other fields are the class's arguments.
-        network = self.network_class()(**{k: v for k, v in self.architecture.items() if k != "type"})
-        load_weights(network, self.package.path("weights.npz"))
-        network.eval()
-        return network
 
     def input_specs(self):
         shape = (self.batch_size, self.max_length)
@@ -104,7 +94,7 @@ class TextSimilarityTask(MultiTextTask):
     # --------------------------------------------------------------- inputs
     def split(self, item: tuple[str, str]) -> list[tuple[str, str]]:
         # One unit per pair: each side is cut to max_length (its head), see the module docstring.
-        return [(model_text(item[0], self.max_length), model_text(item[1], self.max_length))]
+        return [(model_text(item[0], self.max_length, self.normalize), model_text(item[1], self.max_length, self.normalize))]
 
     def unit_length(self, unit: tuple[str, str]) -> int:
         return max(len(unit[0]), len(unit[1]))

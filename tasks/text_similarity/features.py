@@ -16,32 +16,24 @@ recipe and the benchmarks, so training and inference encode text the same way.
 
 from __future__ import annotations
 
-import functools
-import unicodedata
 from typing import Iterable, Sequence
 
 import numpy as np
 
-from taskflow.text import Segmenter, Vocab as CharWordVocab, q2b
+from taskflow.text import Normalizer, Segmenter, Vocab as CharWordVocab, q2b
 
-__all__ = ["PAD", "UNK", "model_text", "Segmenter", "Vocab", "encode"]
+__all__ = ["PAD", "UNK", "NORMALIZATION", "model_text", "Segmenter", "Vocab", "encode"]
 
 PAD, UNK = 0, 1
 MAX_WORD_LENGTH = 8
 
 
-@functools.lru_cache(maxsize=1)
-def _table() -> dict[int, int | None]:
-    table: dict[int, int | None] = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}  # full -> half width
-    table.update({code: code + 32 for code in range(ord("A"), ord("Z") + 1)})             # ASCII lower-case
-    table.update({code: code - 0xFEE0 + 32 for code in range(0xFF21, 0xFF3B)})            # Ａ -> a in one step
-    for code in range(0x10000):
-        if chr(code).isspace() or unicodedata.category(chr(code)).startswith("P"):
-            table[code] = None
-    return table
+# What the shipped model was trained on: half-width, ASCII lower-case, no whitespace or punctuation.
+NORMALIZATION = ("width", "lower", "strip")
+_NORMALIZE = Normalizer(NORMALIZATION)
 
 
-def model_text(text: str, max_length: int | None = None) -> str:
+def model_text(text: str, max_length: int | None = None, normalize: Normalizer = _NORMALIZE) -> str:
     """The part of ``text`` the model reads.
 
     Punctuation and whitespace carry next to nothing for matching questions
@@ -52,7 +44,7 @@ def model_text(text: str, max_length: int | None = None) -> str:
     >>> model_text("Ｗｉｆｉ 密码怎么改？")
     'wifi密码怎么改'
     """
-    cleaned = text.translate(_table())
+    cleaned = normalize(text)
     if not cleaned:
         cleaned = "".join(q2b(text).split())
     return cleaned[:max_length] if max_length else cleaned

@@ -1,0 +1,235 @@
+"""Models: what a task runs.
+
+A :class:`Model` is a resolved package (manifest + verified files, see
+:mod:`taskflow.packages`), the network its manifest's ``architecture`` names,
+the models it builds on (the manifest's ``requires``), the text normalisation
+it was trained with, and — made on first use — its Paddle Inference
+predictor with the static export cached beside the package.
+
+``Taskflow`` resolves models (``task_path``, cache, bundled, download; home
+and offline setting) with :meth:`Model.load` and hands the model to the task;
+the task only prepares inputs for it and reads its outputs.
+
+Networks are found by name: ``architecture.type`` in the manifest is looked up
+in one registry that each task package fills with :func:`register_network`
+(the class itself is imported only when a network is built, so Paddle loads
+only then).  A new model of an existing architecture is therefore a package
+folder and no code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import os
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from .errors import ManifestError
+from .packages import MANIFEST, Manifest, ModelPackage, cache_dir, resolve
+from .predictor import InputSpec, Predictor, PredictorOptions, check_device, load_weights
+from .text import Normalizer
+
+__all__ = ["Model", "register_network", "network_class", "network_types"]
+
+# ---------------------------------------------------------------- networks
+# architecture type -> "module:attribute"; imported on first use.
+_NETWORKS: dict[str, str] = {}
+
+
+def register_network(type_name: str, target: str) -> None:
+    """Name a network class for manifests: ``register_network("bigru_crf",
+    "taskflow.tasks.lexical_analysis.model:LexicalNet")``.  The module is imported
+    only when a network of that type is built."""
+    owner = _NETWORKS.get(type_name)
+    if owner is not None and owner != target:
+        raise ManifestError(f"network type {type_name!r} already names {owner}; cannot also name {target}")
+    _NETWORKS[type_name] = target
+
+
+def network_types() -> list[str]:
+    """Every registered network type (task packages register theirs when imported)."""
+    from .registry import load_all_tasks
+
+    load_all_tasks()
+    return sorted(_NETWORKS)
+
+
+def network_class(type_name: str) -> type:
+    """The class registered under ``type_name``."""
+    if type_name not in _NETWORKS:
+        from .registry import load_all_tasks
+
+        load_all_tasks()   # a package may run a network another task registers
+    if type_name not in _NETWORKS:
+        raise ManifestError(
+            f"unknown architecture type {type_name!r}; known types: {', '.join(sorted(_NETWORKS)) or 'none'}"
+        )
+    module, _, attribute = _NETWORKS[type_name].partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+# ------------------------------------------------------------------ models
+
+class Model:
+    """A resolved model package with its network, predictor and required models.
+
+    ``default_type`` names the network for packages whose ``architecture`` has no
+    ``type`` (packages written before manifests named it); ``default_normalization``
+    likewise for the ``normalization`` field.
+    """
+
+    def __init__(
+        self,
+        package: ModelPackage,
+        *,
+        options: PredictorOptions | None = None,
+        home: str | os.PathLike | None = None,
+        requires: Mapping[str, "Model"] | None = None,
+        default_type: str | None = None,
+        default_normalization: Sequence[str] | None = None,
+    ):
+        self.package = package
+        self.manifest: Manifest = package.manifest
+        self.options = options or PredictorOptions()
+        self.home = home
+        self.requires = dict(requires or {})
+        self._default_type = default_type
+        self._default_normalization = default_normalization
+        self._predictor: Predictor | None = None
+        self._lock = threading.Lock()
+
+    # --------------------------------------------------------- resolution
+    @classmethod
+    def load(
+        cls,
+        task: str,
+        name: str | None,
+        *,
+        task_path: str | os.PathLike | None = None,
+        home: str | os.PathLike | None = None,
+        offline: bool | None = None,
+        options: PredictorOptions | None = None,
+        progress: bool | None = None,
+        default_type: str | None = None,
+        default_normalization: Sequence[str] | None = None,
+    ) -> "Model":
+        """Resolve ``task``/``name`` (or ``task_path``) and, recursively, the packages it ``requires``,
+        all with the same home, offline setting and predictor options."""
+        options = options or PredictorOptions()
+        check_device(options)
+        package = resolve(task, name, task_path=task_path, home=home, offline=offline, progress=progress)
+        requires = {}
+        for role, ref in dict(package.manifest.get("requires", {})).items():
+            ref = str(ref)
+            if ref.startswith("."):   # a package shipped inside this one
+                path = (package.directory / ref).resolve()
+                requires[role] = cls.load(Manifest.load(path / MANIFEST).task, None, task_path=path,
+                                          home=home, offline=offline, options=options, progress=progress)
+            else:
+                required_task, _, required_name = ref.rpartition("/")
+                requires[role] = cls.load(required_task, required_name, home=home, offline=offline,
+                                          options=options, progress=progress)
+        return cls(package, options=options, home=home, requires=requires, default_type=default_type,
+                   default_normalization=default_normalization)
+
+    # ------------------------------------------------------------ package
+    task = property(lambda self: self.manifest.task)
+    name = property(lambda self: self.manifest.name)
+    version = property(lambda self: self.manifest.version)
+    source = property(lambda self: self.package.source)
+
+    def path(self, name: str) -> Path:
+        """A file of the package, by its manifest name."""
+        return self.package.path(name)
+
+    def required(self, role: str) -> "Model":
+        """The model this one builds on in ``role`` (its manifest's ``requires``)."""
+        try:
+            return self.requires[role]
+        except KeyError:
+            raise ManifestError(
+                f"model {self.name!r} names no required model {role!r} (its requires: "
+                f"{', '.join(self.requires) or 'none'}); add it to the manifest's 'requires'"
+            ) from None
+
+    @property
+    def normalizer(self) -> Normalizer:
+        """The text normalisation the model was trained with (manifest ``normalization``)."""
+        # "input_normalization": the field's name in packages written before it had named steps.
+        spec = self.manifest.get("normalization", self.manifest.get("input_normalization", self._default_normalization))
+        if spec is None:
+            raise ManifestError(f"model {self.name!r} does not say its 'normalization' (e.g. [\"width\", \"lower\"])")
+        try:
+            return Normalizer(spec)
+        except ValueError as exc:
+            raise ManifestError(f"model {self.name!r}: {exc}") from None
+
+    # ------------------------------------------------------------ network
+    @property
+    def network_type(self) -> str:
+        architecture = self.manifest.get("architecture")
+        kind = architecture.get("type") if isinstance(architecture, Mapping) else None
+        kind = kind or self._default_type
+        if not kind:
+            raise ManifestError(f"model {self.name!r} has no network: its manifest's architecture names no 'type'")
+        return kind
+
+    def network_class(self) -> type:
+        return network_class(self.network_type)
+
+    def build_network(self):
+        """The network with the package's ``weights.npz`` loaded, in eval mode."""
+        arguments = {k: v for k, v in dict(self.manifest["architecture"]).items() if k != "type"}
+        network = self.network_class()(**arguments)
+        load_weights(network, self.path("weights.npz"))
+        network.eval()
+        return network
+
+    def weights_key(self) -> str:
+        """Identifies the weights and the network's source, so a change to either gets a fresh
+        static export: an upgraded taskflow must not keep running a program the old code exported."""
+        digest = hashlib.sha256(self.manifest.fingerprint().encode())
+        digest.update(self.network_type.encode())
+        source = inspect.getsourcefile(self.network_class())
+        if source:
+            digest.update(Path(source).read_bytes())
+        return digest.hexdigest()
+
+    def predictor(self, inputs: Sequence[InputSpec]) -> Predictor:
+        """The model's predictor (made once: the static export, then Paddle Inference)."""
+        with self._lock:
+            if self._predictor is None:
+                self._predictor = Predictor(self.build_network, inputs=inputs, export_dir=self.export_dir(),
+                                            weights_key=self.weights_key(), options=self.options)
+            return self._predictor
+
+    def export_dir(self) -> Path:
+        """Where the static export goes: beside the cached package, or, when the cache home cannot be
+        written (read-only, or a file in the way), a temporary folder — with a warning, since
+        each process then exports again."""
+        wanted = cache_dir(self.task, self.name, self.version, self.home) / "static"
+        try:
+            wanted.mkdir(parents=True, exist_ok=True)
+            probe = wanted / f".probe-{os.getpid()}"
+            probe.touch()
+            probe.unlink()
+            return wanted
+        except OSError as exc:
+            fallback = Path(tempfile.gettempdir()) / f"taskflow-static-{os.getuid() if hasattr(os, 'getuid') else 0}" \
+                / self.task / self.name / self.version
+            fallback.mkdir(parents=True, exist_ok=True)
+            warnings.warn(
+                f"cannot write the static-graph export under {wanted} ({exc.strerror or exc}); "
+                f"using {fallback} instead. Set PPNLP_HOME (or home=) to a writable directory to keep it.",
+                RuntimeWarning, stacklevel=3,
+            )
+            return fallback
+
+    def __repr__(self) -> str:
+        return f"Model({self.task}/{self.name} {self.version}, source={self.source!r})"
+
