@@ -5,6 +5,7 @@
   manifest pinning each by sha256 and size; :func:`update_manifest` adds figures measured later.
 * :func:`framework_versions`: the library versions a manifest records.
 * :func:`snapshot` / :func:`restore`: keep the best weights seen during a run.
+* :func:`jieba_cut`: jieba's word cutter, or a message saying how to install it.
 * :func:`log`: a time-stamped line on stderr.
 * :func:`portable_path`: how a manifest names a data file (no local folders).
 * :func:`seed_all`: seed Python's, numpy's and Paddle's generators at once.
@@ -13,6 +14,7 @@
   whose length is fitted to a wall-clock budget.  Recipes run on shared
   2-core machines, so the steps a budget allows are measured, not guessed,
   and refitted as the speed changes; the decay then ends when the budget does.
+  :meth:`BudgetSchedule.fit` is the training loop of the recipes that use it.
 """
 
 from __future__ import annotations
@@ -25,10 +27,10 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 __all__ = ["recipe_parser", "PackageDraft", "update_manifest", "framework_versions", "snapshot", "restore",
-           "log", "portable_path", "seed_all", "fast_cpu_math", "BudgetSchedule"]
+           "jieba_cut", "log", "portable_path", "seed_all", "fast_cpu_math", "BudgetSchedule"]
 
 
 def recipe_parser(task: str, doc: str | None, *, data: str, name: str | None, seed: int = 1,
@@ -142,6 +144,16 @@ def restore(network, state: Mapping) -> None:
     network.set_state_dict(current)
 
 
+def jieba_cut() -> Callable[[str], list[str]]:
+    """jieba's word cutter (with its HMM), for recipes that find their word lists with it."""
+    try:
+        import jieba
+    except ImportError:
+        raise SystemExit("the recipe finds its word list with jieba: pip install jieba") from None
+    jieba.setLogLevel(60)
+    return lambda text: jieba.lcut(text, HMM=True)
+
+
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
@@ -241,3 +253,36 @@ class BudgetSchedule:
         finally:
             self.eval_seconds += time.time() - start
             self.evals_done += 1
+
+    def fit(self, optimizer, epoch: Callable[[], Iterable], loss_of: Callable[[Any], Any],
+            evaluate: Callable[[int], None], *, log_every: int = 100) -> int:
+        """Train until the run ends: ``epoch()`` gives one pass's batches (drawn afresh each
+        pass), ``loss_of(batch)`` a batch's loss; ``evaluate(step)`` runs where the schedule
+        puts evaluations, timed.  Returns the steps taken (also :attr:`steps`)."""
+        step = 0
+        while not self.finished(step):      # the training set is never empty, so each pass takes steps
+            for batch in epoch():
+                optimizer.set_lr(self.lr_at(step))
+                loss = loss_of(batch)
+                loss.backward()
+                optimizer.step()
+                optimizer.clear_grad()
+                step += 1
+                refit = self.after_step(step)
+                if refit:
+                    log(refit)
+                if step % log_every == 0:
+                    log(f"step {step}/{self.total} loss {float(loss):.4f} lr {self.lr_at(step):.2e}")
+                if self.evaluate_now(step):
+                    with self.evaluating():
+                        evaluate(step)
+                if self.finished(step):
+                    break
+        self.steps, self.train_minutes = step, (time.time() - self.start) / 60
+        log(f"trained {step} steps in {self.train_minutes:.1f} min")
+        return step
+
+    def summary(self, best_step: int, history: list) -> dict:
+        """How the run went, as a manifest's ``training`` section records it (after :meth:`fit`)."""
+        return {"steps": self.steps, "best_step": best_step, "epochs": round(self.steps / self.steps_per_epoch, 2),
+                "train_minutes": round(self.train_minutes, 1), "history": history}

@@ -113,7 +113,8 @@ DIFFERENT = [("怎么修改微信密码", "明天天气怎么样"), ("信用卡�
              ("明天天气如何", "信用卡如何还款"), ("酒店退房时间是几点", "微信密码怎么改"), ("快递几天能到", "书好看吗")]
 
 
-def test_text_similarity_recipe(tmp_path):
+@pytest.mark.parametrize("arch", ["match", "siamese"])
+def test_text_similarity_recipe(tmp_path, arch):
     def pairs(suffix: str):
         return [(a + suffix, b + suffix, 1) for a, b in SAME] + [(a + suffix, b + suffix, 0) for a, b in DIFFERENT]
 
@@ -124,7 +125,7 @@ def test_text_similarity_recipe(tmp_path):
                              "afqmc/dev.tsv": "呀"}.items():
         tsv(data / relative, "text_a\ttext_b\tlabel", pairs(suffix))
     out = tmp_path / "model"
-    manifest = train("text_similarity", "--data-dir", str(data), "--out", str(out), "--arch", "siamese",
+    manifest = train("text_similarity", "--data-dir", str(data), "--out", str(out), "--arch", arch,
                      "--char-dim", "8", "--word-dim", "4", "--hidden", "6", "--enc-layers", "1", "--min-char", "1",
                      "--min-word", "1", "--lcqmc-held-out", "4", "--epochs", "2", "--batch-size", "8",
                      "--warmup", "2", "--evals", "2")

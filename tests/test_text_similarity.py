@@ -235,29 +235,6 @@ def test_lcqmc_dev_split_is_seeded_disjoint_and_overlap_is_dropped(tmp_path):
     assert kept == [Pair("别的？", "问题", 0)] and dropped == 1
 
 
-@pytest.mark.slow
-def test_the_recipe_writes_a_package_that_runs(tmp_path):
-    pytest.importorskip("jieba")
-    from taskflow.tasks.text_similarity.train import main as train
-
-    rows = [("怎么修改微信密码", "微信密码怎么改", 1), ("明天天气怎么样", "昨天天气怎么样", 0),
-            ("这家酒店很干净", "酒店干净吗", 1), ("服务太差了", "价格很便宜", 0)] * 12
-    for split, name in enumerate(("bq_corpus/train", "bq_corpus/dev", "bq_corpus/test", "afqmc/train", "afqmc/dev",
-                                  "lcqmc/dev", "lcqmc/test")):
-        path = tmp_path / "data" / f"{name}.tsv"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("text_a\ttext_b\tlabel\n" + "".join(f"{a}{split}{i}\t{b}\t{y}\n" for i, (a, b, y) in enumerate(rows)),
-                        encoding="utf-8")
-    out = tmp_path / "pkg"
-    assert train(["--data-dir", str(tmp_path / "data"), "--out", str(out), "--lcqmc-held-out", "8", "--epochs", "1",
-                  "--batch-size", "16", "--warmup", "2", "--evals", "1", "--char-dim", "8", "--word-dim", "4",
-                  "--hidden", "8", "--min-char", "1", "--min-word", "1"]) == 0
-    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-    assert manifest["training"]["lcqmc_dev_split"]["held_out"] == 8
-    assert set(manifest["metrics"]["report"]) == {"lcqmc_test", "bq_test", "afqmc_dev"}
-    assert len(Taskflow("text_similarity", task_path=out)(PAIRS)) == 3
-
-
 # ------------------------------------------------------ the shipped model
 
 shipped = pytest.mark.skipif("siamese_char_word" not in available_models("text_similarity"),

@@ -24,17 +24,16 @@ schedule) into it.  ``--no-features`` / ``--no-align`` train the ablations.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from taskflow.training import BudgetSchedule, fast_cpu_math, log, portable_path, seed_all
+from taskflow.training import (BudgetSchedule, PackageDraft, fast_cpu_math, framework_versions, jieba_cut, log,
+                               portable_path, recipe_parser, restore, seed_all, snapshot)
 
 from .data import FEATURES, Vocab, encode, merge, normalise, prepare, segment_context, windows, best_spans
 from .metrics import evaluate
@@ -44,15 +43,11 @@ SOURCE = ("CMRC 2018 (Yiming Cui et al., A Span-Extraction Dataset for Chinese M
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="taskflow train reading_comprehension", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", help="folder with train.json, trial.json, dev.json (CMRC 2018)")
+    parser = recipe_parser("reading_comprehension", __doc__, name="drqa_char", seed=1234,
+                           data="folder with train.json, trial.json, dev.json (CMRC 2018)")
     parser.add_argument("--train", help="default: DATA_DIR/train.json")
     parser.add_argument("--selection", help="default: DATA_DIR/trial.json")
     parser.add_argument("--report", help="default: DATA_DIR/dev.json ('' to skip)")
-    parser.add_argument("--out", required=True, help="where to write the model package")
-    parser.add_argument("--name", default="drqa_char")
-    parser.add_argument("--version", default="1.0.0")
     parser.add_argument("--char-dim", type=int, default=128)
     parser.add_argument("--hidden", type=int, default=96)
     parser.add_argument("--layers", type=int, default=2)
@@ -78,7 +73,6 @@ def parse_args(argv):
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--warmup", type=int, default=200)
     parser.add_argument("--evals", type=int, default=8, help="selection evaluations over the run")
-    parser.add_argument("--seed", type=int, default=1234)
     return parser.parse_args(argv)
 
 
@@ -237,20 +231,7 @@ def score(network, examples: Examples, args) -> dict:
 
 # ------------------------------------------------------------------ training
 
-def main(argv=None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
-    fast_cpu_math()
-    import paddle
-    import paddle.nn.functional as F
-
-    from taskflow.packages import write_package
-    from taskflow.predictor import load_weights, save_weights
-
-    from .model import ReaderNet
-
-    started = time.time()
-    rng = seed_all(args.seed)
-
+def data_files(args) -> dict[str, Path | None]:
     def path(given, default):
         if given is not None:
             return Path(given) if given else None
@@ -258,22 +239,40 @@ def main(argv=None) -> int:
             raise SystemExit(f"give --data-dir or the file itself (missing {default})")
         return Path(args.data_dir) / default
 
-    files = {"train": path(args.train, "train.json"), "selection": path(args.selection, "trial.json"),
-             "report": path(args.report, "dev.json")}
-    train_rows = read_squad(files["train"])
-    if args.max_train:
-        train_rows = train_rows[: args.max_train]
+    return {"train": path(args.train, "train.json"), "selection": path(args.selection, "trial.json"),
+            "report": path(args.report, "dev.json")}
+
+
+def pretrain_chars(network, texts: list[str], vocab: Vocab, args) -> dict:
+    """Start the char vectors from co-occurrences in ``texts`` and ``--pretrain-files``; what the manifest says of it."""
+    t = time.time()
+    corpus = texts + read_plain_texts(args.pretrain_files)
+    network.embed.weight.set_value(char_vectors(corpus, vocab, args.char_dim, seed=args.seed))
+    pretrain = {"method": "SVD of shifted PPMI char co-occurrences, window 3, unit rows",
+                "files": [portable_path(f, args.data_dir) for f in args.pretrain_files] + ["training contexts and questions"],
+                "chars": sum(len(t) for t in corpus)}
+    log(f"char vectors from {pretrain['chars']:,} chars in {time.time() - t:.0f}s")
+    return pretrain
+
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    fast_cpu_math()
+    import paddle
+    import paddle.nn.functional as F
+
+    from .model import ReaderNet
+
+    started = time.time()
+    rng = seed_all(args.seed)
+    files = data_files(args)
+    train_rows = read_squad(files["train"])[: args.max_train or None]
     selection_rows = read_squad(files["selection"])
     report_rows = read_squad(files["report"]) if files["report"] else []
     log(f"{len(train_rows)} training, {len(selection_rows)} selection, {len(report_rows)} report questions")
 
-    try:
-        import jieba
-    except ImportError:
-        raise SystemExit("the recipe finds its word list with jieba: pip install jieba") from None
-    jieba.setLogLevel(60)
     texts = list(dict.fromkeys(normalise(t) for r in train_rows for t in (r["context"], r["question"])))
-    vocab = Vocab.build(texts, lambda text: jieba.lcut(text, HMM=True), min_char=args.min_char, min_word=args.min_word)
+    vocab = Vocab.build(texts, jieba_cut(), min_char=args.min_char, min_word=args.min_word)
     log(f"vocabulary: {len(vocab.char_list)} chars, {len(vocab.segmenter.logp)} words ({time.time() - started:.0f}s)")
 
     words_cache: dict = {}
@@ -285,87 +284,52 @@ def main(argv=None) -> int:
                     "hidden_size": args.hidden, "num_layers": args.layers, "question_layers": args.question_layers,
                     "dropout": args.dropout, "align": not args.no_align, "use_features": not args.no_features}
     network = ReaderNet(**architecture)
-    pretrain = None
-    if not args.no_pretrain:
-        t = time.time()
-        corpus = texts + read_plain_texts(args.pretrain_files)
-        vectors = char_vectors(corpus, vocab, args.char_dim, seed=args.seed)
-        network.embed.weight.set_value(vectors)
-        pretrain = {"method": "SVD of shifted PPMI char co-occurrences, window 3, unit rows",
-                    "files": [portable_path(f, args.data_dir) for f in args.pretrain_files]
-                    + ["training contexts and questions"],
-                    "chars": sum(len(t) for t in corpus)}
-        log(f"char vectors from {pretrain['chars']:,} chars in {time.time() - t:.0f}s")
+    pretrain = None if args.no_pretrain else pretrain_chars(network, texts, vocab, args)
     network.train()
-    params = sum(int(np.prod(p.shape)) for p in network.parameters())
-    log(f"{params:,} parameters")
+    log(f"{sum(int(np.prod(p.shape)) for p in network.parameters()):,} parameters")
 
     epoch_size = len(training_windows(train, args.window, args.neg_rate, random.Random(0)))
     steps_per_epoch = -(-epoch_size // args.batch_size)
     schedule = BudgetSchedule(lr=args.lr, warmup=args.warmup, planned=int(args.epochs * steps_per_epoch),
                               evals=args.evals, minutes=args.minutes, steps_per_epoch=steps_per_epoch,
                               first_check=30, check_every=100, eval_guess=40.0)
-
     optimizer = paddle.optimizer.Adamax(learning_rate=args.lr, parameters=network.parameters(),
                                         grad_clip=paddle.nn.ClipGradByGlobalNorm(10.0))
     history, best = [], {"f1": -1.0, "step": 0}
 
-    def run_selection(step):
-        with schedule.evaluating():
-            result = score(network, selection, args)
+    def epoch():
+        items = training_windows(train, args.window, args.neg_rate, rng)
+        return [[items[k] for k in index] for index in batches(items, args.batch_size, rng)]
+
+    def loss_of(batch):
+        feeds = encode([(p, a, b) for p, a, b, _, _ in batch])
+        start_logits, end_logits = network.logits(*[paddle.to_tensor(feeds[k]) for k in
+                                                    ("context_ids", "context_features", "question_ids")])
+        starts = paddle.to_tensor(np.array([x[3] for x in batch], dtype=np.int64))
+        ends = paddle.to_tensor(np.array([x[4] for x in batch], dtype=np.int64))
+        return F.cross_entropy(start_logits, starts) + F.cross_entropy(end_logits, ends)
+
+    def evaluate(step):
+        result = score(network, selection, args)
         history.append({"step": step, "epoch": round(step / steps_per_epoch, 2), **result})
         if result["f1"] > best["f1"]:
-            best.update(f1=result["f1"], em=result["em"], step=step,
-                        state={k: v.numpy().copy() for k, v in network.state_dict().items()})
+            best.update(f1=result["f1"], em=result["em"], step=step, state=snapshot(network))
         log(f"step {step} (epoch {step / steps_per_epoch:.2f}): selection F1 {result['f1']:.2f} EM {result['em']:.2f}"
             f"{' *' if best['step'] == step else ''}")
 
-    names = ("context_ids", "context_features", "question_ids")
-    step = 0
-    while not schedule.finished(step):
-        items = training_windows(train, args.window, args.neg_rate, rng)
-        for index in batches(items, args.batch_size, rng):
-            optimizer.set_lr(schedule.lr_at(step))
-            batch = [items[k] for k in index]
-            feeds = encode([(p, a, b) for p, a, b, _, _ in batch])
-            start_logits, end_logits = network.logits(*[paddle.to_tensor(feeds[k]) for k in names])
-            starts = paddle.to_tensor(np.array([x[3] for x in batch], dtype=np.int64))
-            ends = paddle.to_tensor(np.array([x[4] for x in batch], dtype=np.int64))
-            loss = F.cross_entropy(start_logits, starts) + F.cross_entropy(end_logits, ends)
-            loss.backward()
-            optimizer.step()
-            optimizer.clear_grad()
-            step += 1
-            refit = schedule.after_step(step)
-            if refit:
-                log(refit)
-            if step % 50 == 0:
-                log(f"step {step}/{schedule.total} loss {float(loss):.3f} lr {schedule.lr_at(step):.2e}")
-            if schedule.evaluate_now(step):
-                run_selection(step)
-            if schedule.finished(step):
-                break
-    train_minutes = (time.time() - schedule.start) / 60
-    log(f"trained {step} steps in {train_minutes:.1f} min; best step {best['step']} (selection F1 {best['f1']:.2f})")
+    schedule.fit(optimizer, epoch, loss_of, evaluate, log_every=50)
+    log(f"best step {best['step']} (selection F1 {best['f1']:.2f})")
+    restore(network, best["state"])
 
-    network.set_state_dict({k: paddle.to_tensor(v) for k, v in best["state"].items()})
-    network.eval()
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        # Evaluate exactly what ships: weights with a float16 embedding table.
-        save_weights(network, tmp / "weights.npz", float16=lambda name: name.startswith("embed."))
-        load_weights(network, tmp / "weights.npz")
-        network.eval()
+    with PackageDraft(args, "reading_comprehension", started=started) as draft:
+        draft.ship_weights(network, float16=lambda name: name.startswith("embed."))    # and evaluate exactly what ships
         metrics = {"selection": {"file": files["selection"].name, **score(network, selection, args)}}
         if report_rows:
             report = Examples(report_rows, vocab, args.max_question_len, words_cache)
             metrics["report"] = {"file": files["report"].name, **score(network, report, args)}
         log("metrics: " + json.dumps(metrics))
-        vocab.save(tmp / "vocab.json")
-        manifest = write_package(args.out, {
-            "task": "reading_comprehension",
-            "name": args.name,
-            "version": args.version,
+        vocab.save(draft / "vocab.json")
+        draft.write({
             "description": "DrQA-style char reader (BiGRU, aligned question embedding, exact-match and word "
                            "features, NULL position for no-answer windows), trained from scratch on CMRC 2018",
             "architecture": architecture,
@@ -383,14 +347,11 @@ def main(argv=None) -> int:
                           "segmenter": "word list from jieba (HMM) over the training texts, max-probability path"},
                 "optimizer": {"name": "Adamax", "lr": args.lr, "warmup": args.warmup, "schedule": "linear decay",
                               "batch_size": args.batch_size, "grad_clip": 10.0, "seed": args.seed},
-                "steps": step, "best_step": best["step"], "epochs": round(step / steps_per_epoch, 2),
-                "train_minutes": round(train_minutes, 1), "history": history,
+                **schedule.summary(best["step"], history),
             },
             "metrics": metrics,
-            "framework": {"paddlepaddle": paddle.__version__, "numpy": np.__version__},
-        }, {"weights.npz": tmp / "weights.npz", "vocab.json": tmp / "vocab.json"})
-    size = sum(entry["size"] for entry in manifest.files.values())
-    log(f"wrote {args.out} ({size / 1e6:.1f} MB) in {(time.time() - started) / 60:.1f} min")
+            "framework": framework_versions("paddlepaddle", "numpy"),
+        })
     return 0
 
 

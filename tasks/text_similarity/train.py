@@ -25,17 +25,15 @@ it.  ``--max-train-pairs`` trains on a random subset (architecture comparisons).
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 
-from taskflow.training import BudgetSchedule, fast_cpu_math, log, portable_path, seed_all
+from taskflow.training import (BudgetSchedule, PackageDraft, fast_cpu_math, framework_versions, jieba_cut, log,
+                               portable_path, recipe_parser, restore, seed_all, snapshot)
 
 from .data import DEFAULT_FILES, Pair, drop_overlap, read_pairs, resolve_files, split_lcqmc_dev
 from .features import Vocab, encode, model_text
@@ -49,14 +47,10 @@ SOURCES = {
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="taskflow train text_similarity", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", help="folder with lcqmc/, bq_corpus/, afqmc/ (../shared/data/matching)")
+    parser = recipe_parser("text_similarity", __doc__, name="re2_char_word", seed=1234,
+                           data="folder with lcqmc/, bq_corpus/, afqmc/ (../shared/data/matching)")
     for name, relative in DEFAULT_FILES.items():
         parser.add_argument(f"--{name.replace('_', '-')}", help=f"default: DATA_DIR/{relative}")
-    parser.add_argument("--out", required=True, help="where to write the model package")
-    parser.add_argument("--name", default="re2_char_word", help="model name in the manifest")
-    parser.add_argument("--version", default="1.0.0")
     parser.add_argument("--arch", choices=("match", "siamese"), default="match")
     parser.add_argument("--char-dim", type=int, default=128)
     parser.add_argument("--word-dim", type=int, default=64, help="0: chars only")
@@ -78,7 +72,6 @@ def parse_args(argv):
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--warmup", type=int, default=300)
     parser.add_argument("--evals", type=int, default=8, help="evaluations on the selection splits over the run")
-    parser.add_argument("--seed", type=int, default=1234)
     return parser.parse_args(argv)
 
 
@@ -160,20 +153,9 @@ def best_threshold(score_sets: list[tuple[np.ndarray, np.ndarray]]) -> float:
 
 # ------------------------------------------------------------------- training
 
-def main(argv=None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
-    fast_cpu_math()
-    import paddle
-    import paddle.nn.functional as F
-
-    from taskflow.packages import write_package
-    from taskflow.predictor import save_weights
-
-    from .model import build
-
-    started = time.time()
-    rng = seed_all(args.seed)
-
+def load_pairs(args):
+    """The data files; the training pairs by source (minus those in an evaluation split), how many
+    were dropped for that, and the selection and report splits."""
     overrides = {name: getattr(args, name) for name in DEFAULT_FILES}
     files = resolve_files(args.data_dir, overrides)
     sets = {name: read_pairs(path) for name, path in files.items()}
@@ -193,17 +175,42 @@ def main(argv=None) -> int:
         raise SystemExit("no training pairs left after dropping those shared with the evaluation splits")
     log("training pairs: " + ", ".join(f"{k} {len(v)} (dropped {dropped[k]} shared with eval splits)"
                                        for k, v in parts.items()))
+    return files, parts, dropped, selection, report
 
-    try:
-        import jieba
-    except ImportError:
-        raise SystemExit("the recipe finds its word list with jieba: pip install jieba") from None
-    jieba.setLogLevel(60)
+
+def evaluate_shipped(network, selection_data: dict, report: dict, vocab: Vocab, cache: dict) -> tuple[float, dict]:
+    """The decision threshold best on the selection splits, and accuracies there and on the report splits."""
+    selection_scores = {k: (predict(network, d), d.labels) for k, d in selection_data.items()}
+    threshold = best_threshold(list(selection_scores.values()))
+    metrics = {"selection": {}, "report": {}}
+    for k, (s, y) in selection_scores.items():
+        metrics["selection"][k] = {"pairs": len(y), "accuracy": round(accuracy(s, y, threshold), 4),
+                                   "accuracy_at_0.5": round(accuracy(s, y), 4)}
+    for k, pairs in report.items():
+        data = Encoded(pairs, vocab, cache)
+        s = predict(network, data)
+        metrics["report"][k] = {"pairs": len(pairs), "accuracy": round(accuracy(s, data.labels, threshold), 4),
+                                "accuracy_at_0.5": round(accuracy(s, data.labels), 4)}
+    log(f"threshold {threshold}: " + json.dumps(metrics))
+    return threshold, metrics
+
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    fast_cpu_math()
+    import paddle
+    import paddle.nn.functional as F
+
+    from .model import build
+
+    started = time.time()
+    rng = seed_all(args.seed)
+    files, parts, dropped, selection, report = load_pairs(args)
+
     train_texts = [model_text(t, MAX_LENGTH) for pairs in parts.values() for p in pairs for t in (p.text1, p.text2)]
     distinct = list(dict.fromkeys(train_texts))
     log(f"building the vocabulary from {len(distinct)} distinct training texts (jieba)")
-    vocab = Vocab.build(distinct, lambda text: jieba.lcut(text, HMM=True),
-                        min_char=args.min_char, min_word=args.min_word, max_words=args.max_words)
+    vocab = Vocab.build(distinct, jieba_cut(), min_char=args.min_char, min_word=args.min_word, max_words=args.max_words)
     log(f"{len(vocab.char_list)} chars, {len(vocab.word_list)} words")
 
     cache: dict = {}
@@ -221,81 +228,40 @@ def main(argv=None) -> int:
         architecture.update(blocks=args.blocks, exact_match=not args.no_exact_match)
     network = build(architecture)
     network.train()
-    params = sum(int(np.prod(p.shape)) for p in network.parameters())
-    log(f"{args.arch}: {params:,} parameters")
+    log(f"{args.arch}: {sum(int(np.prod(p.shape)) for p in network.parameters()):,} parameters")
 
     steps_per_epoch = -(-len(epoch_index) // args.batch_size)
     schedule = BudgetSchedule(lr=args.lr, warmup=args.warmup, planned=int(args.epochs * steps_per_epoch),
                               evals=args.evals, minutes=args.minutes, steps_per_epoch=steps_per_epoch,
                               first_check=40, check_every=200, eval_guess=15.0)
-
     optimizer = paddle.optimizer.Adam(learning_rate=args.lr, parameters=network.parameters(),
                                       grad_clip=paddle.nn.ClipGradByGlobalNorm(5.0))
     history, best = [], {"score": -1.0}
 
-    def evaluate(step, epoch):
+    def loss_of(index):
+        feeds, labels = train.batch(index)
+        logits = network.logits(*[paddle.to_tensor(x) for x in feeds])
+        return F.binary_cross_entropy_with_logits(logits, paddle.to_tensor(labels))
+
+    def evaluate(step):
         t = time.time()
-        scores = {k: predict(network, d) for k, d in selection_data.items()}
-        accs = {k: accuracy(s, selection_data[k].labels) for k, s in scores.items()}
+        accs = {k: accuracy(predict(network, d), d.labels) for k, d in selection_data.items()}
         mean = float(np.mean(list(accs.values())))
-        history.append({"step": step, "epoch": round(epoch, 2), **{k: round(v, 4) for k, v in accs.items()}})
+        history.append({"step": step, "epoch": round(step / steps_per_epoch, 2), **{k: round(v, 4) for k, v in accs.items()}})
         if mean > best["score"]:
-            best.update(score=mean, step=step, state={k: v.numpy().copy() for k, v in network.state_dict().items()})
-        log(f"step {step} (epoch {epoch:.2f}): " + ", ".join(f"{k} {v:.4f}" for k, v in accs.items())
+            best.update(score=mean, step=step, state=snapshot(network))
+        log(f"step {step} (epoch {step / steps_per_epoch:.2f}): " + ", ".join(f"{k} {v:.4f}" for k, v in accs.items())
             + f", mean {mean:.4f}{' *' if best['step'] == step else ''} ({time.time() - t:.0f}s)")
 
-    step = 0
-    while not schedule.finished(step):  # epochs (the training set is never empty, so each pass takes steps)
-        for index in length_batches(train.lengths, epoch_index, args.batch_size, rng):
-            optimizer.set_lr(schedule.lr_at(step))
-            feeds, labels = train.batch(index)
-            logits = network.logits(*[paddle.to_tensor(x) for x in feeds])
-            loss = F.binary_cross_entropy_with_logits(logits, paddle.to_tensor(labels))
-            loss.backward()
-            optimizer.step()
-            optimizer.clear_grad()
-            step += 1
-            refit = schedule.after_step(step)
-            if refit:
-                log(refit)
-            if step % 100 == 0:
-                log(f"step {step}/{schedule.total} loss {float(loss):.4f} lr {schedule.lr_at(step):.2e}")
-            if schedule.evaluate_now(step):
-                with schedule.evaluating():
-                    evaluate(step, step / steps_per_epoch)
-            if schedule.finished(step):
-                break
-    train_minutes = (time.time() - schedule.start) / 60
-    log(f"trained {step} steps in {train_minutes:.1f} min; best step {best['step']} (mean {best['score']:.4f})")
+    schedule.fit(optimizer, lambda: length_batches(train.lengths, epoch_index, args.batch_size, rng), loss_of, evaluate)
+    log(f"best step {best['step']} (mean {best['score']:.4f})")
+    restore(network, best["state"])
 
-    network.set_state_dict({k: paddle.to_tensor(v) for k, v in best["state"].items()})
-    network.eval()
-    # Weights are stored with float16 embeddings (as shipped): evaluate exactly what ships.
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        save_weights(network, tmp / "weights.npz", float16=lambda name: "_emb." in name)
-        from taskflow.predictor import load_weights
-
-        load_weights(network, tmp / "weights.npz")
-        network.eval()
-        selection_scores = {k: (predict(network, d), d.labels) for k, d in selection_data.items()}
-        threshold = best_threshold(list(selection_scores.values()))
-        metrics = {"selection": {}, "report": {}}
-        for k, (s, y) in selection_scores.items():
-            metrics["selection"][k] = {"pairs": len(y), "accuracy": round(accuracy(s, y, threshold), 4),
-                                       "accuracy_at_0.5": round(accuracy(s, y), 4)}
-        for k, pairs in report.items():
-            data = Encoded(pairs, vocab, cache)
-            s = predict(network, data)
-            metrics["report"][k] = {"pairs": len(pairs), "accuracy": round(accuracy(s, data.labels, threshold), 4),
-                                    "accuracy_at_0.5": round(accuracy(s, data.labels), 4)}
-        log(f"threshold {threshold}: " + json.dumps(metrics))
-
-        vocab.save(tmp / "vocab.json")
-        manifest = write_package(args.out, {
-            "task": "text_similarity",
-            "name": args.name,
-            "version": args.version,
+    with PackageDraft(args, "text_similarity", started=started) as draft:
+        draft.ship_weights(network, float16=lambda name: "_emb." in name)    # and evaluate exactly what ships
+        threshold, metrics = evaluate_shipped(network, selection_data, report, vocab, cache)
+        vocab.save(draft / "vocab.json")
+        draft.write({
             "description": ("RE2-style interaction model over chars and words with exact-match flags"
                             if args.arch == "match" else "siamese conv bi-encoder over chars and words"),
             "architecture": architecture,
@@ -316,14 +282,11 @@ def main(argv=None) -> int:
                           "min_word": args.min_word, "segmenter": "jieba 0.42 (HMM) word list, max-probability path"},
                 "optimizer": {"name": "Adam", "lr": args.lr, "warmup": args.warmup, "schedule": "linear decay",
                               "batch_size": args.batch_size, "grad_clip": 5.0, "seed": args.seed},
-                "steps": step, "best_step": best["step"], "epochs": round(step / steps_per_epoch, 2),
-                "train_minutes": round(train_minutes, 1), "history": history,
+                **schedule.summary(best["step"], history),
             },
             "metrics": metrics,
-            "framework": {"paddlepaddle": paddle.__version__, "numpy": np.__version__},
-        }, {"weights.npz": tmp / "weights.npz", "vocab.json": tmp / "vocab.json"})
-    size = sum(entry["size"] for entry in manifest.files.values())
-    log(f"wrote {args.out} ({size / 1e6:.1f} MB) in {(time.time() - started) / 60:.1f} min")
+            "framework": framework_versions("paddlepaddle", "numpy"),
+        })
     return 0
 
 
