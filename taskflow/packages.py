@@ -168,9 +168,6 @@ class ModelPackage:
             raise ManifestError(f"{self.manifest.name!r} does not list a file {name!r}")
         return self.directory / name
 
-    def sha256(self, name: str) -> str:
-        return self.manifest.files[name]["sha256"]
-
 
 # ---------------------------------------------------------------- hashing, io
 
@@ -288,6 +285,42 @@ def _verified_cache(directory: Path, manifest: Manifest) -> bool:
     return True
 
 
+# Bundles verified by this process: {(directory, fingerprint)}.
+_VERIFIED_BUNDLES: set[tuple[str, str]] = set()
+
+
+def _verified_bundle(bundled: Path, manifest: Manifest, cached: Path) -> bool:
+    """Whether the bundled copy holds the manifest's bytes, hashed once: nothing else checks a
+    wheel's files after install (pip checks RECORD only while installing, and not an edited
+    checkout).  The result is remembered for the process, and in a marker beside the cache
+    when the home is writable (keyed on the files' sizes and times, so an edit is seen)."""
+    if not _has_files(bundled, manifest):
+        return False
+    stamp = manifest.fingerprint() + "".join(
+        f"|{(bundled / name).stat().st_mtime_ns}" for name in sorted(manifest.files)) + f"|{bundled.resolve()}"
+    key = (str(bundled), stamp)
+    marker = cached / ".bundled-verified"
+    if key in _VERIFIED_BUNDLES:
+        return True
+    try:
+        if marker.is_file() and marker.read_text(encoding="utf-8") == stamp:
+            _VERIFIED_BUNDLES.add(key)
+            return True
+    except OSError:
+        pass
+    try:
+        _verify_dir(bundled, manifest)
+    except ChecksumError as exc:   # a damaged install is an error, not a silent download
+        raise ChecksumError(f"the bundled package {bundled} is damaged: {str(exc).split(';')[0]}; "
+                            "reinstall taskflow (pip install --force-reinstall taskflow-nlp)") from None
+    _VERIFIED_BUNDLES.add(key)
+    try:
+        atomic_write_text(marker, stamp)
+    except OSError:
+        pass   # a read-only or odd home: verified again by the next process
+    return True
+
+
 def resolve(
     task: str,
     model: str | None,
@@ -317,8 +350,7 @@ def resolve(
         return ModelPackage(cached, manifest, "cache")
 
     bundled = _bundled_root() / task / model
-    if _has_files(bundled, manifest):
-        # The wheel's RECORD already vouches for these bytes; sizes catch a truncated copy.
+    if _verified_bundle(bundled, manifest, cached):
         return ModelPackage(bundled, manifest, "bundled")
 
     # A damaged cached copy (wrong size or bytes) counts as missing, so it is fetched again.
