@@ -1,0 +1,37 @@
+"""The shipped models give what they gave when tests/fixtures/shipped_outputs.json was recorded
+(before the model/task split; see tests/fixtures/record_shipped_outputs.py), on both graph modes."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from taskflow import Taskflow
+
+from record_shipped_outputs import CASES, key
+
+RECORDED = json.loads((Path(__file__).parent / "fixtures" / "shipped_outputs.json").read_text(encoding="utf-8"))
+
+
+def _same(got, want, where="result"):
+    """Equal, floats within 1e-4 (Paddle 2.6 and 3.x kernels differ in the last digits)."""
+    if isinstance(want, float):
+        assert got == pytest.approx(want, abs=1e-4), where
+    elif isinstance(want, dict):
+        assert isinstance(got, dict) and set(got) == set(want), where
+        for k in want:
+            _same(got[k], want[k], f"{where}[{k!r}]")
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), where
+        for i, (g, w) in enumerate(zip(got, want)):
+            _same(g, w, f"{where}[{i}]")
+    else:
+        assert got == want, where
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("static", [True, False], ids=["static", "dynamic"])
+@pytest.mark.parametrize("task, options, data", CASES, ids=[f"{t}{o or ''}" for t, o, _ in CASES])
+def test_shipped_model_outputs_are_unchanged(task, options, data, static):
+    got = json.loads(json.dumps(Taskflow(task, static=static, **options)(data), ensure_ascii=False))
+    _same(got, RECORDED[key(task, options, static)], task)
