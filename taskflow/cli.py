@@ -56,6 +56,13 @@ def _cmd_run(argv: list[str]) -> int:
     parser.add_argument("--on-error", choices=("raise", "skip"), default="raise",
                         help="a bad record stops the job (raise) or goes to the errors file (skip)")
     parser.add_argument("--errors", help="errors file for --on-error skip (default: OUTPUT.errors.jsonl)")
+    parser.add_argument("--encoding", default="utf-8", help="the input's text encoding (default utf-8), e.g. gbk")
+    parser.add_argument("--id-field", help="key/column(s) of --input to copy into each output record, comma-separated "
+                                           "(default: every one but --field's)")
+    parser.add_argument("--max-record-bytes", type=int, default=1 << 20,
+                        help="a longer input line is a bad record (default 1 MiB)")
+    parser.add_argument("--worker-timeout", type=float, default=600.0,
+                        help="seconds a worker may take on one chunk before it counts as hung (default 600)")
     parser.add_argument("--backend", choices=("local", "ray"), default="local")
     parser.add_argument("--address", help="Ray cluster address for --backend ray (default: start a local Ray)")
     parser.add_argument("--device", default="cpu")
@@ -66,6 +73,7 @@ def _cmd_run(argv: list[str]) -> int:
     args = parser.parse_intermixed_args(argv)   # options may come before or after the texts
     if bool(args.texts) == bool(args.input):
         parser.error("give either texts or --input FILE")
+    _refuse_unused_job_options(args, parser)
     fields = args.field.split(",") if args.field else None
     options = dict(model=args.model, mode=args.mode, device=args.device, batch_size=args.batch_size, num_threads=args.threads,
                    task_path=args.task_path, home=args.home, offline=args.offline)
@@ -81,28 +89,61 @@ def _cmd_run(argv: list[str]) -> int:
 
     from .pipeline import Taskflow
 
+    if args.input:
+        from .readers import check_path
+
+        check_path(args.input)  # before a model is loaded
     flow = Taskflow(args.task, **options)
     if args.texts:
         _write_jsonl(flow(_group_texts(args.texts, flow.task.input_fields, parser)), args.output)
         return 0
+    read_options = dict(encoding=args.encoding, max_record_bytes=args.max_record_bytes,
+                        carry=args.id_field.split(",") if args.id_field else None)
     if args.output is None:
-        # Stream to stdout: nothing to rename or resume.
-        from .jobs import iter_chunks, process_chunk, read_records
+        # Stream to stdout: nothing to rename or resume, so a bad record stops it (see _refuse_unused_job_options).
+        from .jobs import iter_chunks, process_chunk
+        from .readers import InputFile, output_record
 
-        for chunk in iter_chunks(read_records(args.input, fields or flow.task.input_fields), 1024):
-            for record, result, error in process_chunk(flow.task, chunk, args.input):
-                if error is not None:
-                    raise InvalidInputError(error)
-                sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+        with InputFile(args.input, fields or flow.task.input_fields, **read_options) as source:
+            for chunk in iter_chunks(source, 1024):
+                for record, result, error in process_chunk(flow.task, chunk, args.input):
+                    if error is not None:
+                        raise InvalidInputError(error)
+                    sys.stdout.write(json.dumps(output_record(record, result), ensure_ascii=False) + "\n")
         return 0
-    summary = flow.predict_file(
-        args.input, args.output, fields=fields, workers=args.workers, resume=args.resume,
-        on_error=args.on_error, errors_path=args.errors, progress=False if args.quiet else None,
-    )
-    # Said even with --quiet: skipped records must never pass unnoticed.
+    from .jobs import run_file
+
+    try:
+        summary = run_file(
+            flow.task, args.input, args.output, fields=fields, workers=args.workers, worker_config=flow._config,
+            resume=args.resume, on_error=args.on_error, errors_path=args.errors,
+            progress=False if args.quiet else None, encoding=read_options["encoding"],
+            id_fields=read_options["carry"], max_record_bytes=args.max_record_bytes, chunk_timeout=args.worker_timeout,
+        )
+    except KeyboardInterrupt:
+        print("taskflow: interrupted; what was done is saved: rerun with --resume to continue", file=sys.stderr)
+        return 130
+    # Said even with --quiet: skipped records and worker failures must never pass unnoticed.
     for message in summary.messages:
         print(f"taskflow: {message}", file=sys.stderr)
-    return 0
+    for fault in summary.worker_faults:
+        print(f"taskflow: warning: {fault}", file=sys.stderr)
+    # The output is complete, but a worker process died, hung or had to be killed: say so in the exit status.
+    return 3 if summary.worker_faults else 0
+
+
+def _refuse_unused_job_options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """Options that only a job into --output FILE honours are refused elsewhere, never silently ignored."""
+    job_only = [flag for flag, used in (("--workers", args.workers != 1), ("--resume", args.resume),
+                                        ("--on-error", args.on_error != "raise"), ("--errors", args.errors is not None),
+                                        ("--worker-timeout", args.worker_timeout != 600.0)) if used]
+    if job_only and not (args.input and args.output):
+        parser.error(f"{', '.join(job_only)} need --input FILE and --output FILE (a job with a checkpoint and an "
+                     "errors file); streaming to stdout stops at the first bad record")
+    input_only = [flag for flag, used in (("--encoding", args.encoding != "utf-8"), ("--id-field", args.id_field),
+                                          ("--max-record-bytes", args.max_record_bytes != 1 << 20)) if used]
+    if input_only and not args.input:
+        parser.error(f"{', '.join(input_only)} apply to --input FILE")
 
 
 def _group_texts(texts: list[str], fields, parser: argparse.ArgumentParser) -> list:

@@ -1,10 +1,12 @@
-"""Test-wide fixtures: an isolated cache, no network beyond loopback, tiny models."""
+"""Test-wide fixtures: an isolated cache and home, no network beyond loopback, tiny models, a timeout per test."""
 
 from __future__ import annotations
 
 import ipaddress
+import shutil
 import socket
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,16 +15,58 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 
 from make_tiny_models import TINY_BUILDERS  # noqa: E402
 
+DEFAULT_TIMEOUT_S = 900  # per test; a hang fails that test instead of the whole run (tests may set less)
+
+_session_env = pytest.MonkeyPatch()
+_session_root: Path | None = None
+
+
+def pytest_configure(config):
+    """Point PPNLP_HOME and HOME at a temporary directory before anything is collected or built.
+
+    A function-scoped fixture is too late: module- and session-scoped fixtures (a
+    Taskflow shared by a module's tests) are built before it runs, and so are
+    processes a test starts (worker processes, Ray's workers), which inherit the
+    environment.  HOME too, because Paddle (``~/.cache/paddle``) and Ray (``~/.ray``)
+    write there.  No test touches the user's home.
+    """
+    global _session_root
+    if not config.pluginmanager.hasplugin("timeout"):  # so @pytest.mark.timeout stays valid (a no-op) without it
+        config.addinivalue_line("markers", "timeout(seconds): fail the test after that long (pytest-timeout)")
+    _session_root = Path(tempfile.mkdtemp(prefix="taskflow-tests-"))
+    for name in ("home", "ppnlp_home"):
+        (_session_root / name).mkdir()
+    _session_env.setenv("HOME", str(_session_root / "home"))
+    _session_env.setenv("PPNLP_HOME", str(_session_root / "ppnlp_home"))
+    _session_env.delenv("PPNLP_OFFLINE", raising=False)
+    _session_env.delenv("PPNLP_ENDPOINT", raising=False)
+
+
+def pytest_unconfigure(config):
+    _session_env.undo()
+    if _session_root is not None:
+        shutil.rmtree(_session_root, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.pluginmanager.hasplugin("timeout"):
+        return  # pytest-timeout comes with the test extra; without it, no default
+    for item in items:
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(DEFAULT_TIMEOUT_S))
+
 
 @pytest.fixture(scope="session")
-def shared_home(tmp_path_factory) -> Path:
+def shared_home() -> Path:
     """One cache for the session, so static exports are made once."""
-    return tmp_path_factory.mktemp("ppnlp_home")
+    return _session_root / "ppnlp_home"
 
 
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch, shared_home):
+    # Again per test, undoing whatever a test before changed.
     monkeypatch.setenv("PPNLP_HOME", str(shared_home))
+    monkeypatch.setenv("HOME", str(_session_root / "home"))
     monkeypatch.delenv("PPNLP_OFFLINE", raising=False)
     monkeypatch.delenv("PPNLP_ENDPOINT", raising=False)
 

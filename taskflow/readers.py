@@ -1,0 +1,402 @@
+"""Records of a batch job's input file, one per physical line, every line accounted for.
+
+Formats, by extension:
+
+* ``.txt``: a record a line (tab-separated parts for a task of several fields);
+* ``.jsonl`` / ``.ndjson``: a JSON value a line; an object's ``fields`` are picked;
+* ``.csv`` / ``.tsv``: a header row, then a record a line.  ``.csv`` fields may be
+  quoted (RFC 4180) within their line; ``.tsv`` has no quoting (a ``"`` is a character).
+
+One rule for every format: a record is exactly one line (``\\n`` or ``\\r\\n``); the
+newline that ends the file does not start another record.  A line that cannot be
+a record becomes an error record with its line number (the job's ``on_error``
+decides whether that stops it), never a skipped one: bytes that are not valid in
+the file's encoding, a NUL byte, more than ``max_record_bytes``, a blank line, bad
+JSON, a missing key, a CSV quote left open (a field that would span lines), the
+wrong number of fields.  A UTF-8 byte-order mark at the start is dropped.
+
+An input that cannot be read at all (missing file, unknown extension, unusable
+encoding, a CSV header without the needed columns) raises at construction.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from .errors import InvalidInputError
+
+__all__ = ["Record", "InputFile", "check_path", "FORMATS", "DEFAULT_MAX_RECORD_BYTES", "count_records", "output_record", "error_record"]
+
+FORMATS = {".txt": "txt", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv"}
+DEFAULT_MAX_RECORD_BYTES = 1 << 20  # 1 MiB: far beyond any text a model reads, short of a runaway line
+_SHOWN = 200  # characters of an unreadable line kept in the errors file
+_BOMS = {b"\xff\xfe": "UTF-16 (little-endian)", b"\xfe\xff": "UTF-16 (big-endian)"}
+
+
+@dataclass
+class Record:
+    """One input record: its line, and the item or why it cannot be one.
+
+    ``carried`` holds the record's other keys or columns (copied into its output
+    record); ``raw`` the line as read, shortened, when the record is an error;
+    ``terminated`` is False for a last line without a newline.
+    """
+
+    line: int
+    item: Any = None
+    error: str | None = None
+    carried: dict | None = None
+    raw: str | None = None
+    terminated: bool = True
+
+
+class _BadRecord(Exception):
+    """A line that is not a record; ``carried`` holds what could be read of its other fields."""
+
+    def __init__(self, message: str, carried: dict | None = None):
+        super().__init__(message)
+        self.carried = carried
+
+
+def file_format(path: Path) -> str:
+    try:
+        return FORMATS[path.suffix.lower()]
+    except KeyError:
+        hint = ""
+        if path.suffix.lower() in (".xlsx", ".xls", ".ods"):
+            hint = " (save the sheet as CSV: File > Save As > CSV UTF-8)"
+        elif path.suffix.lower() == ".json":
+            hint = " (a .json file holds one document; write one JSON value a line as .jsonl)"
+        elif not path.suffix:
+            hint = " (rename it to .txt if it holds one text a line)"
+        raise InvalidInputError(
+            f"cannot read {str(path)!r}: unknown input format {path.suffix or '(no extension)'!r}; "
+            f"taskflow reads {', '.join(FORMATS)}{hint}"
+        ) from None
+
+
+def check_path(path: str | os.PathLike) -> Path:
+    """``path`` as a Path, if it names a readable file of a known format."""
+    path = Path(path)
+    if path.is_dir():
+        raise InvalidInputError(f"input {str(path)!r} is a directory, not a file")
+    if not path.is_file():
+        raise InvalidInputError(f"input file {str(path)!r} does not exist")
+    file_format(path)
+    if not os.access(path, os.R_OK):
+        raise InvalidInputError(f"input file {str(path)!r} is not readable (permission denied)")
+    return path
+
+
+def check_encoding(encoding: str) -> str:
+    """The codec's canonical name; refuses encodings that do not write newlines, tabs and quotes as ASCII."""
+    try:
+        name = codecs.lookup(encoding).name
+    except (LookupError, TypeError):
+        raise InvalidInputError(f"unknown encoding {encoding!r}; e.g. utf-8 (the default), gbk, gb18030, big5") from None
+    probe = '\n\t,"{}'
+    try:
+        ascii_compatible = probe.encode(name) == probe.encode("ascii")
+    except (UnicodeError, LookupError):
+        ascii_compatible = False
+    if not ascii_compatible:
+        raise InvalidInputError(
+            f"encoding {encoding!r} is not ASCII-compatible (lines cannot be split in its bytes); "
+            "convert the file to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8"
+        )
+    return "utf-8" if name == "utf-8-sig" else name
+
+
+class InputFile:
+    """An input file open for reading records lazily; iterate it for :class:`Record` objects.
+
+    ``fields`` are the keys/columns the task reads; ``carry`` the other ones to copy
+    into each output record (``None``: every other one).  After iteration,
+    ``lines`` and ``offset`` say how many physical lines and bytes were consumed.
+
+    >>> with InputFile("reviews.csv", ["text"]) as source:   # doctest: +SKIP
+    ...     for record in source:
+    ...         print(record.line, record.item, record.carried)
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        fields: Sequence[str],
+        *,
+        encoding: str = "utf-8",
+        carry: Sequence[str] | None = None,
+        max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    ):
+        self.path = check_path(path)
+        self.source = str(path)
+        self.format = file_format(self.path)
+        self.encoding = check_encoding(encoding)
+        if not isinstance(max_record_bytes, int) or isinstance(max_record_bytes, bool) or max_record_bytes < 1:
+            raise InvalidInputError(f"max_record_bytes must be a positive int, got {max_record_bytes!r}")
+        self.max_record_bytes = max_record_bytes
+        self.fields = tuple(fields)
+        self.carry = None if carry is None else tuple(carry)
+        if self.carry and self.format == "txt":
+            raise InvalidInputError(
+                f"{self.source}: a .txt file has no named fields to carry ({', '.join(self.carry)}); "
+                "--id-field (id_fields=) needs a .jsonl, .csv or .tsv input"
+            )
+        self.lines = 0    # physical lines consumed, the header included
+        self.offset = 0   # bytes consumed
+        self.records = 0  # records yielded (not counting skipped ones)
+        self.header: list[str] | None = None
+        self._handle = open(self.path, "rb")
+        try:
+            self._start()
+        except BaseException:
+            self._handle.close()
+            raise
+
+    # ------------------------------------------------------------- lines
+    def _start(self) -> None:
+        head = self._handle.read(3)
+        for bom, name in _BOMS.items():
+            if head.startswith(bom):
+                raise InvalidInputError(
+                    f"{self.source} is {name} text (it starts with that byte-order mark); "
+                    "save it as UTF-8, or convert it: iconv -f UTF-16 -t UTF-8"
+                )
+        if head == codecs.BOM_UTF8 and self.encoding == "utf-8":
+            self.offset = 3  # a BOM is not part of the first text (nor of the first CSV column's name)
+        self._handle.seek(self.offset)
+        if self.format in ("csv", "tsv"):
+            self._read_header()
+
+    def _next_line(self) -> tuple[int, str | None, str | None, bool] | None:
+        """``(number, text, error, terminated)`` of the next physical line, or None at the end."""
+        limit = self.max_record_bytes
+        data = self._handle.readline(limit + 2)  # + "\r\n"
+        if not data:
+            return None
+        self.lines += 1
+        self.offset += len(data)
+        number = self.lines
+        terminated = data.endswith(b"\n")
+        content = data.rstrip(b"\n")
+        content = content[:-1] if content.endswith(b"\r") else content
+        if len(content) > limit or (not terminated and len(data) == limit + 2):
+            size = len(content)
+            while not terminated:  # drop the rest of the line without holding it
+                more = self._handle.readline(1 << 16)
+                if not more:
+                    break
+                self.offset += len(more)
+                terminated = more.endswith(b"\n")
+                size += len(more.rstrip(b"\r\n"))
+            return number, content[:_SHOWN * 4].decode(self.encoding, "replace"), (
+                f"{self.source}:{number}: line is longer than max_record_bytes ({limit:,} bytes; it has {size:,}); "
+                "is a quote or newline missing? (raise --max-record-bytes if such records are expected)"
+            ), terminated
+        try:
+            text = content.decode(self.encoding)
+        except UnicodeDecodeError as exc:
+            return number, content.decode(self.encoding, "replace"), (
+                f"{self.source}:{number}: not valid {self.encoding} ({exc.reason} at byte {exc.start + 1} of the line); "
+                "if the file is in another encoding, name it with --encoding (e.g. --encoding gbk; encoding='gbk' in Python)"
+            ), terminated
+        if "\x00" in text:
+            return number, text, (
+                f"{self.source}:{number}: line holds a NUL byte at character {text.index(chr(0)) + 1} "
+                "(a binary file, or one damaged by a crash?)"
+            ), terminated
+        return number, text, None, terminated
+
+    def _read_header(self) -> None:
+        line = self._next_line()
+        if line is None:
+            self.header = []  # an empty file: no records
+            return
+        _, text, error, _ = line
+        if error is not None:
+            raise InvalidInputError(f"{error} (the header row)")
+        if not text.strip():
+            raise InvalidInputError(f"{self.source}:1: the header row is blank; a .{self.format} file starts with its column names")
+        header = self._split(text)
+        if isinstance(header, str):
+            raise InvalidInputError(f"{self.source}:1: header row: {header}")
+        duplicates = sorted({name for name in header if header.count(name) > 1})
+        if duplicates:
+            raise InvalidInputError(f"{self.source}:1: the header names column(s) {', '.join(map(repr, duplicates))} twice")
+        missing = [f for f in self.fields if f not in header]
+        if missing:
+            raise InvalidInputError(
+                f"{self.source}: no column {', '.join(map(repr, missing))}; columns are {header}; choose with --field"
+            )
+        missing = [f for f in self.carry or () if f not in header]
+        if missing:
+            raise InvalidInputError(
+                f"{self.source}: no column {', '.join(map(repr, missing))} for --id-field (id_fields=); columns are {header}"
+            )
+        self.header = header
+
+    def _split(self, text: str) -> list[str] | str:
+        """The fields of one CSV/TSV line, or why it has none."""
+        if self.format == "tsv":
+            return text.split("\t")
+        try:
+            return next(csv.reader([text], strict=True))
+        except csv.Error as exc:
+            reason = str(exc)
+            if "unexpected end of data" in reason:
+                return ("a quoted field is not closed on its line (records are one line each: a field with a "
+                        "line break inside is not supported; a stray \" opens a quote)")
+            if "field larger than field limit" in reason:
+                return f"a field is longer than {csv.field_size_limit():,} characters"
+            return f"not valid CSV ({reason})"
+
+    # ----------------------------------------------------------- records
+    def __iter__(self) -> Iterator[Record]:
+        while True:
+            line = self._next_line()
+            if line is None:
+                return
+            self.records += 1
+            yield self._record(*line)
+
+    def skip(self, count: int) -> int:
+        """Pass over ``count`` records without reading them (a resumed job's done ones); returns how many there were."""
+        skipped = 0
+        while skipped < count and self._next_line() is not None:
+            skipped += 1
+        return skipped
+
+    def _record(self, number: int, text: str | None, error: str | None, terminated: bool) -> Record:
+        if error is None and not text.strip():
+            error = f"{self.source}:{number}: empty line (a blank line is an error in every input format; delete it, or use --on-error skip)"
+        if error is not None:
+            raw = None if text is None else (text if len(text) <= _SHOWN else text[:_SHOWN] + "…")
+            return Record(number, error=error, raw=raw, terminated=terminated)
+        try:
+            item, carried = getattr(self, f"_parse_{self.format}")(text, number)
+        except _BadRecord as exc:
+            raw = text if len(text) <= _SHOWN else text[:_SHOWN] + "…"
+            return Record(number, error=str(exc), raw=raw, carried=exc.carried, terminated=terminated)
+        return Record(number, item, carried=carried, terminated=terminated)
+
+    def _parse_txt(self, text: str, number: int) -> tuple[Any, dict | None]:
+        return (text if len(self.fields) == 1 else text.split("\t")), None
+
+    def _parse_jsonl(self, text: str, number: int) -> tuple[Any, dict | None]:
+        where = f"{self.source}:{number}"
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise _BadRecord(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        except RecursionError:
+            raise _BadRecord(f"{where}: JSON nested too deeply") from None
+        if not isinstance(value, dict):
+            if self.carry:
+                raise _BadRecord(f"{where}: a JSON {type(value).__name__}, not an object with key(s) "
+                                        f"{', '.join(map(repr, self.carry))} for --id-field")
+            return value, None  # a bare value is the item (a bare string for a one-text task)
+        return self._pick(value, where, "key")
+
+    def _parse_csv(self, text: str, number: int) -> tuple[Any, dict | None]:
+        where = f"{self.source}:{number}"
+        values = self._split(text)
+        if isinstance(values, str):
+            raise _BadRecord(f"{where}: {values}")
+        if len(values) != len(self.header):
+            raise _BadRecord(
+                f"{where}: {len(values)} field(s), but the header has {len(self.header)} ({', '.join(self.header)})"
+                + ("; a stray delimiter or quote?" if self.format == "csv" else "; a stray tab?")
+            )
+        return self._pick(dict(zip(self.header, values)), where, "column")
+
+    _parse_tsv = _parse_csv
+
+    def _pick(self, row: dict, where: str, noun: str) -> tuple[Any, dict]:
+        if self.carry is None:
+            carried = {k: v for k, v in row.items() if k not in self.fields}
+        else:
+            carried = {k: row[k] for k in self.carry if k in row}
+            absent = [f for f in self.carry if f not in row]
+            if absent:
+                raise _BadRecord(f"{where}: no {noun} {', '.join(map(repr, absent))} for --id-field", carried)
+        missing = [f for f in self.fields if f not in row]
+        if missing:
+            raise _BadRecord(
+                f"{where}: no {noun} {', '.join(map(repr, missing))} (has {', '.join(map(repr, row)) or 'none'}); "
+                "choose with --field", carried
+            )
+        item = row[self.fields[0]] if len(self.fields) == 1 else {f: row[f] for f in self.fields}
+        return item, carried
+
+    # ------------------------------------------------------------ housekeeping
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> "InputFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def count_lines(path: str | os.PathLike, size: int | None = None) -> int:
+    """Physical lines in the first ``size`` bytes of a file (all of it by default):
+    newlines, plus one for a last line without a newline.  One pass over bytes."""
+    count, last, left = 0, b"\n", size
+    with open(path, "rb") as handle:
+        while left is None or left > 0:
+            block = handle.read(1 << 20 if left is None else min(1 << 20, left))
+            if not block:
+                break
+            count += block.count(b"\n")
+            last = block[-1:]
+            if left is not None:
+                left -= len(block)
+    return count + (last != b"\n")
+
+
+def count_records(path: str | os.PathLike) -> int:
+    """How many records a file holds (every line but a CSV/TSV header): for a progress bar's ETA."""
+    lines = count_lines(path)
+    return max(0, lines - 1) if file_format(Path(path)) in ("csv", "tsv") else lines
+
+
+# ------------------------------------------------------------------ output records
+
+def _with_carried(front: dict, carried: dict | None, body: dict) -> dict:
+    """``front``, the carried input fields, then ``body``; a carried field whose name is
+    taken (a gold ``label`` column next to the predicted one) comes as ``input_<name>``."""
+    out = dict(front)
+    for key, value in (carried or {}).items():
+        name = key
+        while name in out or name in body:
+            name = f"input_{name}"
+        out[name] = value
+    out.update(body)
+    return out
+
+
+def output_record(record: Record, result: Any) -> dict:
+    """The JSON object written for one result: its input ``line``, the carried input
+    fields, then the task's result (a dict's keys; any other result under ``"result"``).
+
+    >>> output_record(Record(7, "很好", carried={"id": "a1"}), {"text": "很好", "label": "positive"})
+    {'line': 7, 'id': 'a1', 'text': '很好', 'label': 'positive'}
+    >>> output_record(Record(8, "你好"), ["你", "好"])
+    {'line': 8, 'result': ['你', '好']}
+    """
+    body = result if isinstance(result, dict) and "line" not in result else {"result": result}
+    return _with_carried({"line": record.line}, record.carried, body)
+
+
+def error_record(record: Record, error: str) -> dict:
+    """The JSON object written to the errors file for a record that was not processed:
+    ``line``, the carried fields, ``error`` and ``input`` (the item, or the line as read)."""
+    shown = record.item if record.error is None else record.raw
+    return _with_carried({"line": record.line}, record.carried, {"error": error, "input": shown})
