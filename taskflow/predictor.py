@@ -285,8 +285,9 @@ class Predictor:
     def _create(self):
         from paddle import inference
 
-        config = build_config(self.model_file, self.params_file, self.options, self.inputs)
-        return inference.create_predictor(config)
+        # Kept so a caller (or a test) can read back what this predictor was configured with.
+        self.config = build_config(self.model_file, self.params_file, self.options, self.inputs)
+        return inference.create_predictor(self.config)
 
     def _thread_predictor(self):
         predictor = getattr(self._local, "predictor", None)

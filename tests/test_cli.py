@@ -73,6 +73,11 @@ def test_unknown_task_exits_2_with_a_suggestion(capsys):
     assert "Did you mean" in capsys.readouterr().err
 
 
-def test_texts_and_input_are_exclusive(tmp_path):
+def test_texts_and_input_are_exclusive(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["sentiment_analysis"])
+    path = tmp_path / "in.txt"
+    path.write_text("好\n", encoding="utf-8")
+    with pytest.raises(SystemExit):
+        main(["sentiment_analysis", "这家酒店很干净", "--input", str(path)])
+    assert "either texts or --input" in capsys.readouterr().err

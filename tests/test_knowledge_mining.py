@@ -251,8 +251,14 @@ def test_ner_accurate_options(tiny_km):
     with pytest.raises(TypeError, match="term_tree_path"):
         Taskflow("ner", mode="accurate", task_path=tiny_km, term_tree_path="x")
 
-    flow = Taskflow("ner", mode="accurate", task_path=tiny_km, term_tree=str(tiny_km / "termtree.tsv.gz"))
-    assert flow.task.tree is not None   # accurate mode takes knowledge_mining's own options too
+    # accurate mode takes knowledge_mining's own options too: a tree of one's own decides the category
+    tree = tiny_km.parent / "my_tree.tsv"
+    tree.write_text("王芳\t组织机构类_企事业单位\t\t9\tmine\n", encoding="utf-8")
+    flow = Taskflow("ner", mode="accurate", task_path=tiny_km, term_tree=str(tree))
+    default = Taskflow("ner", mode="accurate", task_path=tiny_km)
+    assert [t.category for t in flow.task.tree.lookup("王芳", ["组织机构类_企事业单位"])] == ["组织机构类_企事业单位"]
+    assert not default.task.tree.lookup("王芳", ["组织机构类_企事业单位"])
+    assert flow.task.labeller.label_word("王芳", "ORG") == ("组织机构类_企事业单位", "组织机构_eb_王芳")
 
 
 def test_the_lexical_model_is_resolved_with_the_callers_settings(tiny_km, tmp_path):

@@ -121,12 +121,13 @@ def test_gpu_run_matches_cpu(tiny_sentiment):
     np.testing.assert_allclose([r["score"] for r in cpu], [r["score"] for r in gpu], atol=1e-4)
 
 
-def test_cpu_config_is_built_for_real(tiny_sentiment, tmp_path):
+def test_the_taskflows_own_cpu_config_is_what_was_asked(tiny_sentiment, tmp_path):
     flow = Taskflow("sentiment_analysis", task_path=tiny_sentiment, home=tmp_path, num_threads=2)
-    predictor = flow.task.predictor
-    config = build_config(predictor.model_file, predictor.params_file, PredictorOptions(num_threads=2), SPECS)
+    config = flow.task.predictor.config            # the config its predictor was made from
     assert not config.use_gpu()
     assert config.cpu_math_library_num_threads() == 2
+    assert config.ir_optim()
+    assert config.mkldnn_enabled()
 
 
 def _static_dirs(home):
@@ -184,9 +185,10 @@ def test_predictor_state_is_per_instance(tiny_sentiment, tmp_path):
     """No global device/thread state: two instances with different settings coexist."""
     a = Taskflow("sentiment_analysis", task_path=tiny_sentiment, home=tmp_path, num_threads=1)
     b = Taskflow("sentiment_analysis", task_path=tiny_sentiment, home=tmp_path, num_threads=2)
-    assert a.task.options.threads == 1 and b.task.options.threads == 2
     assert a(["好"]) == b(["好"])
-    assert paddle.get_device() == "cpu"
+    assert a.task.predictor.config.cpu_math_library_num_threads() == 1
+    assert b.task.predictor.config.cpu_math_library_num_threads() == 2
+    assert a.task.predictor is not b.task.predictor
     assert a.task.options.precision is Precision.FP32
 
 

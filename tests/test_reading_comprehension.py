@@ -166,6 +166,30 @@ def test_an_answer_after_the_first_window_is_found(tiny, position):
     assert (empty["answer"], empty["start"], empty["end"]) == ("", 0, 0) and empty["score"] > 0.5
 
 
+def test_windows_are_merged_right_with_a_real_paddle_model(tiny):
+    """The tiny reader (real Paddle, static graph) over a context of many overlapping windows, run in
+    batches: its answers are the best spans of any window, found by running each window alone."""
+    flow = Taskflow("reading_comprehension", task_path=tiny, batch_size=3, top_k=3, max_answer_len=6)
+    context = "".join(f"{city}是{province}的省会，位于中国。" for city, province in
+                      [("杭州市", "浙江省"), ("南京市", "江苏省"), ("广州市", "广东省"), ("成都市", "四川省")] * 3)
+    item = flow.task.check_item({"context": context, "question": QUESTION}, 0)
+    units = flow.task.split(item)
+    assert len(units) >= 4                          # several windows, more than one batch
+    brute = {}
+    for unit in units:                              # each window alone: a batch of one
+        (start, spans, _), = flow.task.postprocess(flow.task.forward(flow.task.preprocess([unit])), [unit])
+        for s, e, score in spans:
+            s, e = s + start, e + start
+            while s < e and context[s].isspace():
+                s += 1
+            brute[(s, e)] = max(score, brute.get((s, e), -1.0))
+    expected = sorted(brute.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+    got = flow({"context": context, "question": QUESTION})[0]
+    assert [(r["start"], r["end"]) for r in got] == [span for span, _ in expected]
+    np.testing.assert_allclose([r["score"] for r in got], [score for _, score in expected], rtol=1e-5)
+    assert len({(r["start"], r["end"]) for r in got}) == 3   # a span two windows share counts once
+
+
 def test_a_20000_char_context_runs_in_bounded_batches(tiny):
     flow = Taskflow("reading_comprehension", task_path=tiny, batch_size=8)
     seen = []

@@ -43,6 +43,23 @@ def test_a_long_review_is_judged_by_all_its_chunks(senta):
     assert result["label"] == "positive" and result["text"] == text
 
 
+def test_chunks_that_disagree_are_mixed_by_length(tiny_sentiment):
+    """A long text's scores are its chunks' probabilities weighted by chunk length: not the
+    first chunk's, not an unweighted mean (the tiny model's chunks disagree)."""
+    flow = Taskflow("sentiment_analysis", task_path=tiny_sentiment, return_all_scores=True)
+    first, second = "房间很干净，服务也好，价格不贵，下次还来。", "差！"   # 20 and 2 chars: two chunks of <= 32
+    text = first + "服务太差了，等了一个小时还没上菜，再也不来。" + second
+    chunks = [piece for _, piece in flow.task.split(text)]
+    assert len(chunks) >= 2 and "".join(chunks) == text
+    alone = [flow(chunk)[0]["scores"]["positive"] for chunk in chunks]
+    assert max(alone) - min(alone) > 1e-3, "the chunks must disagree for this test to mean anything"
+    weights = [len(chunk) for chunk in chunks]
+    expected = sum(w * p for w, p in zip(weights, alone)) / sum(weights)
+    assert flow(text)[0]["scores"]["positive"] == pytest.approx(expected, abs=1e-6)
+    assert expected != pytest.approx(alone[0], abs=1e-4)
+    assert expected != pytest.approx(sum(alone) / len(alone), abs=1e-5)
+
+
 def test_shipped_manifest_pins_its_files_and_records_its_training():
     manifest = Manifest.load(_bundled_root() / "sentiment_analysis" / "char_cnn" / "manifest.json")
     assert set(manifest.files) == {"weights.npz", "vocab.txt"}

@@ -98,11 +98,16 @@ def test_options_are_checked(tiny):
 
 
 def test_threshold_decides_the_label(tiny):
-    low = Taskflow("text_similarity", task_path=tiny, threshold=0.0)(PAIRS)
-    high = Taskflow("text_similarity", task_path=tiny, threshold=1.0)(PAIRS)
-    assert [r["label"] for r in low] == [1, 1, 1]
-    assert [r["label"] for r in high] == [int(r["similarity"] >= 1.0) for r in high]
+    pairs = PAIRS + [["怎么修改微信密码", "怎么修改微信密码！"]]   # read identically: similarity 1.0
+    low = Taskflow("text_similarity", task_path=tiny, threshold=0.0)(pairs)
+    high = Taskflow("text_similarity", task_path=tiny, threshold=1.0)(pairs)
+    assert [r["label"] for r in low] == [1, 1, 1, 1]
+    assert all(r["similarity"] < 1.0 for r in high[:3])        # the tiny network never says 1.0 itself
+    assert [r["label"] for r in high] == [0, 0, 0, 1]
     assert _scores(low) == _scores(high)
+    scores = sorted(_scores(low)[:3])
+    middle = Taskflow("text_similarity", task_path=tiny, threshold=(scores[0] + scores[1]) / 2)(pairs)
+    assert sum(r["label"] for r in middle) == 3                 # all but the lowest-scoring pair
 
 
 # ------------------------------------------------------- model behaviour
@@ -242,11 +247,14 @@ shipped = pytest.mark.skipif("siamese_char_word" not in available_models("text_s
 
 
 @shipped
-def test_shipped_model_scores_identical_texts_high_and_is_symmetric():
+def test_shipped_model_scores_near_duplicates_high_unrelated_low_and_is_symmetric():
     flow = Taskflow("text_similarity")
-    texts = ["怎么修改微信密码", "明天天气怎么样", "花呗怎么还款", "如何办理信用卡"]
-    same = flow([[t, t] for t in texts])
-    assert all(r["similarity"] > 0.9 and r["label"] == 1 for r in same)
+    # Not identical (identical texts score 1.0 by rule, before the network runs): one word added or swapped.
+    near = flow([["怎么修改微信密码", "怎么修改微信的密码"], ["明天天气怎么样", "明天的天气怎么样"],
+                 ["如何办理信用卡", "怎么办理信用卡"]])
+    assert all(r["similarity"] > 0.9 and r["label"] == 1 for r in near), near
+    unrelated = flow([["明天天气怎么样", "如何办理信用卡"], ["怎么修改微信密码", "花呗怎么还款"]])
+    assert all(r["similarity"] < 0.1 and r["label"] == 0 for r in unrelated), unrelated
     pairs = [["怎么修改微信密码", "微信密码怎么改"], ["借呗怎么还款", "花呗可以分期吗"]]
     forward, backward = flow(pairs), flow([[b, a] for a, b in pairs])
     np.testing.assert_allclose(_scores(forward), _scores(backward), atol=1e-5)
