@@ -1,0 +1,297 @@
+"""Input faults over the four formats: every record ends in the output or in the errors
+file with its line number, or the job stops at it with a clear error; never a silent drop.
+
+Each case writes a small file in .txt, .jsonl, .csv and .tsv with one fault, runs the
+job with ``on_error="skip"`` and checks the accounting line by line, then with
+``on_error="raise"`` and checks that it stops at the first bad line, resumably.
+"""
+
+import json
+import re
+
+import pytest
+
+from taskflow import Taskflow
+from taskflow.cli import main
+from taskflow.errors import InvalidInputError, JobError
+from taskflow.jobs import run_file
+
+pytestmark = pytest.mark.timeout(120)
+
+FORMATS = ["txt", "jsonl", "csv", "tsv"]
+TEXTS = [f"第{i}条：{'服务很好' if i % 2 else '太差了'}" for i in range(40)]
+HUGE = "长" * (1 << 20)  # 3 MiB of UTF-8: over the 1 MiB default limit
+
+
+@pytest.fixture(scope="module")
+def flow(tiny_sentiment):
+    return Taskflow("sentiment_analysis", task_path=tiny_sentiment, batch_size=8)
+
+
+def _line(fmt, i, text):
+    """Record ``i`` of a file in ``fmt``: its text, and an id to join on where the format has fields."""
+    return {
+        "txt": text,
+        "jsonl": json.dumps({"id": i, "text": text}, ensure_ascii=False),
+        "csv": f'{i},"{text}"',
+        "tsv": f"{i}\t{text}",
+    }[fmt]
+
+
+def _write(path, fmt, lines, *, encoding="utf-8", bom=False, end="\n"):
+    header = {"csv": "id,text", "tsv": "id\ttext"}.get(fmt)
+    body = "\n".join(([header] if header else []) + lines) + end
+    data = body.encode(encoding) if isinstance(body, str) else body
+    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + data)
+    return 1 if header else 0  # line numbers of records start after the header
+
+
+def _job(flow, source, target, **options):
+    return run_file(flow.task, source, target, chunk_size=16, progress=False, **options)
+
+
+def _read_jsonl(path):
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
+
+
+def _check_accounting(flow, source, fmt, offset, bad_records, *, texts=TEXTS, **options):
+    """Run with skip: output + errors hold every record's line exactly once; then with raise."""
+    target = source.with_name(source.name + ".out.jsonl")
+    summary = _job(flow, source, target, on_error="skip", **options)
+    out, errors = _read_jsonl(target), _read_jsonl(target.with_name(target.name + ".errors.jsonl"))
+    lines = [offset + i + 1 for i in range(len(texts))]
+    assert sorted([r["line"] for r in out] + [e["line"] for e in errors]) == lines, "a record was lost or doubled"
+    assert [e["line"] for e in errors] == [offset + i + 1 for i in bad_records]
+    assert all(f"{source.name}:{e['line']}:" in e["error"] for e in errors), "each error names file and line"
+    assert summary.read == len(texts) and summary.skipped == len(bad_records)
+    for row in out:  # each result joins back to its input record
+        i = row["line"] - offset - 1
+        assert row["text"] == texts[i].strip("\ufeff")
+        if fmt != "txt":
+            assert str(row["id"]) == str(i)
+    if bad_records:
+        first = offset + bad_records[0] + 1
+        with pytest.raises(InvalidInputError, match=rf"{source.name}:{first}:"):
+            _job(flow, source, source.with_name("raise.jsonl"), **options)
+        assert len(_read_jsonl(source.with_name("raise.jsonl.partial"))) == bad_records[0], "the good ones are kept"
+        assert source.with_name("raise.jsonl.partial.ckpt").exists(), "a stopped job is resumable"
+    return out, errors
+
+
+# (fault, {format: the faulty record's line, or None where the format has no such fault}, is it a bad record?)
+LINE_FAULTS = [
+    ("unclosed_quote", {"csv": '9999,"未闭合的引号', "jsonl": '{"id": 9999, "text": "未闭合的引号}'}, True),
+    # In .txt and .tsv a quote is a character like any other: the record is fine.
+    ("quote_is_text", {"txt": '"未闭合的引号', "tsv": '9999\t"未闭合的引号'}, False),
+    ("quote_inside_field", {"csv": '9999,"引号"后面还有字'}, True),
+    ("ragged_row", {"csv": "9999,多,一列", "tsv": "9999\t多\t一列", "jsonl": '{"id": 9999}'}, True),
+    ("short_row", {"csv": "9999", "tsv": "9999"}, True),
+    ("huge_field", {f: _line(f, 9999, HUGE) for f in FORMATS}, True),
+    ("blank", {f: "" for f in FORMATS}, True),
+    ("whitespace", {f: " \t " for f in FORMATS}, True),
+    # Raw NUL bytes (json.dumps would escape one as \u0000, which is a deliberate character).
+    ("nul_byte", {"txt": "坏\x00字节", "jsonl": '{"id": 9999, "text": "坏\x00字节"}', "csv": '9999,"坏\x00字节"',
+                  "tsv": "9999\t坏\x00字节"}, True),
+    ("bad_utf8", {f: _line(f, 9999, "坏字节").replace("坏", "\udcff") for f in FORMATS}, True),
+]
+
+
+CASES = [(fault, fmt, line, bad) for fault, variants, bad in LINE_FAULTS for fmt, line in variants.items()]
+
+
+@pytest.mark.parametrize("fault, fmt, faulty, bad", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
+def test_a_faulty_line_is_accounted_for(flow, tmp_path, fault, fmt, faulty, bad):
+    position = 17
+    lines = [_line(fmt, i, t) for i, t in enumerate(TEXTS)]
+    lines[position] = faulty
+    texts = list(TEXTS)
+    if not bad:
+        texts[position] = '"未闭合的引号'
+        lines[position] = lines[position].replace("9999", str(position))
+    source = tmp_path / f"in.{fmt}"
+    path_bytes = ("\n".join(([{"csv": "id,text", "tsv": "id\ttext"}[fmt]] if fmt in ("csv", "tsv") else []) + lines)
+                  + "\n").encode("utf-8", "surrogateescape")
+    source.write_bytes(path_bytes)
+    offset = 1 if fmt in ("csv", "tsv") else 0
+    _, errors = _check_accounting(flow, source, fmt, offset, [position] if bad else [], texts=texts)
+    if fault == "bad_utf8":
+        assert "--encoding" in errors[0]["error"] and "\ufffd" in errors[0]["input"]
+    if fault == "huge_field":
+        assert "longer than max_record_bytes" in errors[0]["error"] and len(errors[0]["input"]) < 1000
+
+
+def test_the_issue_csv_with_an_unclosed_quote_at_line_501(flow, tmp_path):
+    rows = [f'{i},"评论{i}，还不错",{i % 5}' for i in range(2000)]
+    rows[499] = '9999,"未闭合的引号,5'  # line 501 (the header is line 1)
+    source = tmp_path / "reviews.csv"
+    source.write_text("id,text,stars\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    target = tmp_path / "out.jsonl"
+    with pytest.raises(InvalidInputError, match=r"reviews\.csv:501: a quoted field is not closed on its line"):
+        _job(flow, source, target)
+    summary = _job(flow, source, target, on_error="skip")
+    out = _read_jsonl(target)
+    errors = _read_jsonl(tmp_path / "out.jsonl.errors.jsonl")
+    assert len(out) == 1999 and [e["line"] for e in errors] == [501] and summary.skipped == 1
+    assert max(len(r["text"]) for r in out) < 20, "no record swallowed the ones after it"
+    assert [r["id"] for r in out][498:501] == ["498", "500", "501"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_bom_is_dropped(flow, tmp_path, fmt):
+    source = tmp_path / f"in.{fmt}"
+    offset = _write(source, fmt, [_line(fmt, i, t) for i, t in enumerate(TEXTS)], bom=True)
+    out, _ = _check_accounting(flow, source, fmt, offset, [])
+    assert "\ufeff" not in json.dumps(out[0], ensure_ascii=False)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_gbk_file_needs_its_encoding_named(flow, tiny_sentiment, tmp_path, fmt):
+    source = tmp_path / f"in.{fmt}"
+    offset = _write(source, fmt, [_line(fmt, i, t) for i, t in enumerate(TEXTS)], encoding="gbk")
+    with pytest.raises(InvalidInputError, match=rf"in\.{fmt}:{offset + 1}: not valid utf-8 .*--encoding gbk"):
+        _job(flow, source, tmp_path / "out.jsonl")
+    _check_accounting(flow, source, fmt, offset, [], encoding="gbk")
+    # Under --on-error skip, every line is in the errors file, and the summary says so.
+    _, errors = _check_accounting(flow, source, fmt, offset, list(range(len(TEXTS))))
+    assert len(errors) == len(TEXTS)
+    code = main(["sentiment_analysis", "--input", str(source), "--output", str(tmp_path / "cli.jsonl"),
+                 "--task-path", str(tiny_sentiment), "--encoding", "gbk", "--quiet"])
+    assert code == 0 and len(_read_jsonl(tmp_path / "cli.jsonl")) == len(TEXTS)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_blank_lines_are_one_rule_and_a_trailing_newline_is_not_a_record(flow, tmp_path, fmt):
+    source = tmp_path / f"in.{fmt}"
+    lines = [_line(fmt, i, t) for i, t in enumerate(TEXTS)]
+    lines[5:5] = [""]  # the records after it move down one line
+    texts = TEXTS[:5] + [""] + TEXTS[5:]
+    offset = _write(source, fmt, lines)
+    # lines[6:] hold ids one less than their position; compare texts only
+    target = tmp_path / "out.jsonl"
+    summary = _job(flow, source, target, on_error="skip")
+    errors = _read_jsonl(tmp_path / "out.jsonl.errors.jsonl")
+    assert [e["line"] for e in errors] == [offset + 6] and "empty line" in errors[0]["error"]
+    assert summary.read == len(texts) and summary.processed == len(TEXTS), "the final newline is not a record"
+    assert [r["text"] for r in _read_jsonl(target)] == TEXTS
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_last_line_without_newline(flow, tmp_path, fmt):
+    source = tmp_path / f"in.{fmt}"
+    offset = _write(source, fmt, [_line(fmt, i, t) for i, t in enumerate(TEXTS)], end="")
+    _check_accounting(flow, source, fmt, offset, [])
+
+
+@pytest.mark.parametrize("cut", ["characters", "bytes"])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_truncated_last_line(flow, tmp_path, fmt, cut):
+    """A file cut in the middle of its last record (a crashed writer): an error where the
+    format can tell (JSON, an open CSV quote, half a UTF-8 character), otherwise the text as it is."""
+    source = tmp_path / f"in.{fmt}"
+    offset = _write(source, fmt, [_line(fmt, i, t) for i, t in enumerate(TEXTS)])
+    texts = list(TEXTS)
+    if cut == "characters":  # the newline and two characters
+        source.write_text(source.read_text(encoding="utf-8")[:-3], encoding="utf-8")
+        bad = fmt in ("jsonl", "csv")
+        texts[-1] = TEXTS[-1] if bad else TEXTS[-1][:-2]
+    else:  # the newline and one byte: half of "好", or the closing brace or quote
+        source.write_bytes(source.read_bytes()[:-2])
+        bad = True
+    _check_accounting(flow, source, fmt, offset, [len(TEXTS) - 1] if bad else [], texts=texts)
+
+
+def test_crlf_line_ends(flow, tmp_path):
+    source = tmp_path / "in.csv"
+    source.write_bytes(("id,text\r\n" + "".join(f'{i},"{t}"\r\n' for i, t in enumerate(TEXTS))).encode("utf-8"))
+    _check_accounting(flow, source, "csv", 1, [])
+
+
+def test_huge_line_limit_is_configurable(flow, tmp_path):
+    source = tmp_path / "in.txt"
+    _write(source, "txt", ["短", "长" * 2000, "短"])
+    _check_accounting(flow, source, "txt", 0, [1], texts=["短", "长" * 2000, "短"], max_record_bytes=1000)
+    _check_accounting(flow, source, "txt", 0, [], texts=["短", "长" * 2000, "短"], max_record_bytes=10_000)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"\xff\xfet\x00e\x00", "is UTF-16 (little-endian) text"),
+    ("id\ttext\n".encode(), "no column 'text'; columns are ['id\\ttext']"),
+    (b"\n1,2\n", "the header row is blank"),
+    (b"id,id,text\n", "names column(s) 'id' twice"),
+    (b'id,"text\n', "header row: a quoted field is not closed"),
+])
+def test_unreadable_csv_is_one_clear_error(flow, tmp_path, content, message):
+    source = tmp_path / "in.csv"
+    source.write_bytes(content)
+    with pytest.raises(InvalidInputError, match=re.escape(message)):
+        _job(flow, source, tmp_path / "out.jsonl")
+    assert not (tmp_path / "out.jsonl.partial").exists()
+
+
+def test_unusable_encodings_are_refused(flow, tmp_path):
+    source = tmp_path / "in.txt"
+    _write(source, "txt", TEXTS)
+    with pytest.raises(InvalidInputError, match="unknown encoding 'klingon'"):
+        _job(flow, source, tmp_path / "out.jsonl", encoding="klingon")
+    with pytest.raises(InvalidInputError, match="not ASCII-compatible"):
+        _job(flow, source, tmp_path / "out.jsonl", encoding="utf-16")
+
+
+# ---------------------------------------------------------------- a file that grows while it is read
+
+def _grow_during_last_chunk(flow, monkeypatch, source, extra: bytes):
+    """Append ``extra`` to the input while the job runs its last chunk, after the reader saw the end."""
+    real = flow.task.run_items
+
+    def run_items(items):
+        if len(items) < 16:  # the last, short chunk
+            with open(source, "ab") as handle:
+                handle.write(extra)
+        return real(items)
+
+    monkeypatch.setattr(flow.task, "run_items", run_items)
+    return real
+
+
+def test_lines_appended_after_the_end_was_read_stop_the_job_resumably(flow, tmp_path, monkeypatch):
+    source, target = tmp_path / "in.txt", tmp_path / "out.jsonl"
+    _write(source, "txt", TEXTS)
+    real = _grow_during_last_chunk(flow, monkeypatch, source, "新来的一行\n又一行\n".encode())
+    with pytest.raises(JobError, match=r"in\.txt changed while the job read it.*--resume"):
+        _job(flow, source, target)
+    assert not target.exists()
+    monkeypatch.setattr(flow.task, "run_items", real)
+    summary = _job(flow, source, target, resume=True)
+    assert summary.resumed_from == len(TEXTS) and summary.processed == 2
+    assert [r["text"] for r in _read_jsonl(target)] == TEXTS + ["新来的一行", "又一行"]
+
+
+def test_a_last_line_completed_after_it_was_read_is_read_again(flow, tmp_path, monkeypatch):
+    source, target = tmp_path / "in.txt", tmp_path / "out.jsonl"
+    source.write_text("\n".join(TEXTS) + "\n半句", encoding="utf-8")  # the writer is mid-line
+    real = _grow_during_last_chunk(flow, monkeypatch, source, "话说完了\n下一行\n".encode())
+    with pytest.raises(JobError, match="changed while the job read it"):
+        _job(flow, source, target)
+    monkeypatch.setattr(flow.task, "run_items", real)
+    _job(flow, source, target, resume=True)
+    rows = _read_jsonl(target)
+    assert [r["text"] for r in rows] == TEXTS + ["半句话说完了", "下一行"], "the half line is not kept"
+    assert [r["line"] for r in rows] == list(range(1, len(TEXTS) + 3))
+
+
+def test_lines_appended_before_the_end_are_read(flow, tmp_path, monkeypatch):
+    source, target = tmp_path / "in.txt", tmp_path / "out.jsonl"
+    _write(source, "txt", TEXTS)
+    real, appended = flow.task.run_items, []
+
+    def run_items(items):
+        if not appended:  # the first chunk: the reader is far from the end
+            appended.append(True)
+            with open(source, "ab") as handle:
+                handle.write("新来的一行\n".encode())
+        return real(items)
+
+    monkeypatch.setattr(flow.task, "run_items", run_items)
+    summary = _job(flow, source, target)
+    assert summary.read == len(TEXTS) + 1
+    assert [r["text"] for r in _read_jsonl(target)] == TEXTS + ["新来的一行"]
