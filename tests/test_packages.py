@@ -20,7 +20,6 @@ import sys
 import tarfile
 import textwrap
 import threading
-import time
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -65,7 +64,8 @@ class FileServer:
         self.requests: list[tuple[str, str | None]] = []  # (path, Range header)
         self.status: dict[str, int] = {}  # path -> error status to answer
         self.drop: dict[str, tuple[int, int]] = {}  # path -> (bytes to send, on the first K requests)
-        self.delay = 0.0  # seconds to wait before sending a body
+        self.gate = threading.Event()  # a body is sent once this is set (tests hold a download open)
+        self.gate.set()
         self.ignore_range = False
         self.lock = threading.Lock()
 
@@ -114,7 +114,7 @@ class _Handler(BaseHTTPRequestHandler):
         if path in script.drop and nth <= script.drop[path][1]:
             body = body[: script.drop[path][0]]
             self.close_connection = True  # the client sees EOF before Content-Length
-        time.sleep(script.delay)
+        script.gate.wait(timeout=60)
         self.wfile.write(body)
 
     def log_message(self, *args):
@@ -148,11 +148,11 @@ def home(tmp_path, monkeypatch) -> Path:
 # ------------------------------------------------------------ download_file
 
 @pytest.mark.network
-def test_download_file_writes_verified_bytes_and_shows_progress(server, tmp_path, capfd):
+def test_download_file_writes_verified_bytes_and_shows_progress(server, tmp_path, capfd, monkeypatch):
     data = payload(10_000)
     url = server.put("pkg/weights.bin", data)
-    server.delay = 0.2  # past tqdm's 0.1 s refresh interval, so the bar is drawn at 100%
     dest = tmp_path / "dl" / "weights.bin"
+    monkeypatch.setenv("TQDM_MININTERVAL", "0")   # every update redraws, so the bar is drawn at 100%: no timing
 
     assert download_file(url, dest, sha256=sha256(data), size=len(data), progress=True, backoff=0) == dest
 
@@ -416,6 +416,20 @@ _CHILD = textwrap.dedent("""
     packages._bundled_root = lambda: Path(sys.argv[1])
     print("ready", flush=True)
     sys.stdin.readline()  # start together
+    real_lock = packages._file_lock
+
+    class Traced:   # says when this process, having found the cache empty, asks for the lock
+        def __init__(self, lock):
+            self.lock = lock
+
+        def __enter__(self):
+            print("locking", flush=True)
+            return self.lock.__enter__()
+
+        def __exit__(self, *exc):
+            return self.lock.__exit__(*exc)
+
+    packages._file_lock = lambda home, key: Traced(real_lock(home, key))
     package = packages.resolve(sys.argv[2], sys.argv[3], progress=False)
     print(json.dumps({"source": package.source, "dir": str(package.directory)}), flush=True)
 """)
@@ -425,7 +439,7 @@ _CHILD = textwrap.dedent("""
 @pytest.mark.network
 def test_two_processes_download_a_file_once(pinned, server, home, monkeypatch, tmp_path):
     monkeypatch.setenv("PPNLP_ENDPOINT", server.url)
-    server.delay = 1.0  # the first download is still running when the second process asks
+    server.gate.clear()  # the first download stays open until both processes have asked for the lock
     children = [
         subprocess.Popen(
             [sys.executable, "-c", _CHILD, str(packages._bundled_root()), TASK, MODEL],
@@ -439,6 +453,9 @@ def test_two_processes_download_a_file_once(pinned, server, home, monkeypatch, t
         for child in children:
             child.stdin.write("go\n")
             child.stdin.flush()
+        for child in children:   # both found the cache empty and asked for the lock (one holds it)
+            assert child.stdout.readline().strip() == "locking", child.stderr.read()
+        server.gate.set()
         results = [child.communicate(timeout=60) for child in children]
     finally:
         for child in children:
@@ -448,7 +465,7 @@ def test_two_processes_download_a_file_once(pinned, server, home, monkeypatch, t
 
     for child, (out, err) in zip(children, results):
         assert child.returncode == 0, err
-        answer = json.loads(out)
+        answer = json.loads(out.strip().splitlines()[-1])
         # Both found the cache empty, so they really overlapped; the lock made one wait.
         assert answer["source"] == "download"
         assert answer["dir"] == str(home / "taskflow" / TASK / MODEL / VERSION)
