@@ -282,7 +282,10 @@ class BudgetSchedule:
         log(f"trained {step} steps in {self.train_minutes:.1f} min")
         return step
 
-    def summary(self, best_step: int, history: list) -> dict:
-        """How the run went, as a manifest's ``training`` section records it (after :meth:`fit`)."""
-        return {"steps": self.steps, "best_step": best_step, "epochs": round(self.steps / self.steps_per_epoch, 2),
+    def summary(self, best_step: int, history: list, *, optimizer: str, batch_size: int, grad_clip: float,
+                seed: int) -> dict:
+        """How the run went (after :meth:`fit`), as a manifest's ``training`` section records it."""
+        return {"optimizer": {"name": optimizer, "lr": self.base_lr, "warmup": self.warmup, "schedule": "linear decay",
+                              "batch_size": batch_size, "grad_clip": grad_clip, "seed": seed},
+                "steps": self.steps, "best_step": best_step, "epochs": round(self.steps / self.steps_per_epoch, 2),
                 "train_minutes": round(self.train_minutes, 1), "history": history}

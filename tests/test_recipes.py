@@ -11,6 +11,7 @@ import json
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from taskflow import Taskflow
@@ -53,15 +54,23 @@ def test_sentiment_recipe(tmp_path):
         for name in files:
             tsv(data / folder / f"{name}.tsv", "label\ttext", rows)
     out = tmp_path / "model"
-    manifest = train("sentiment_analysis", "--data-dir", str(data), "--out", str(out), "--min-freq", "1",
-                     "--embed-dim", "8", "--bigram-buckets", "64", "--ngram-dim", "4", "--conv-channels", "4",
-                     "--max-kernel", "2", "--wide-buckets", "256", "--batch-size", "8", "--epochs", "1",
-                     "--wide-epochs", "1", "--max-len", "16")
+    options = ("--min-freq", "1", "--embed-dim", "8", "--bigram-buckets", "64", "--ngram-dim", "4", "--conv-channels", "4",
+               "--max-kernel", "2", "--wide-buckets", "256", "--batch-size", "8", "--epochs", "1", "--max-len", "16")
+    manifest = train("sentiment_analysis", "--data-dir", str(data), "--out", str(out), *options, "--wide-epochs", "1")
     assert manifest["training"]["train_files"][0] == "chnsenticorp/train.tsv"
     assert set(manifest["metrics"]) >= {"chnsenticorp_test", "waimai_test"}
 
     results = Taskflow("sentiment_analysis", task_path=out)(POSITIVE[:2] + ["好" * 40])
     assert [r["label"] in ("positive", "negative") for r in results] == [True] * 3
+
+    # --deep-init: stage 1 comes from the package just written, only the wide part is trained again.
+    again = tmp_path / "again"
+    manifest = train("sentiment_analysis", "--data-dir", str(data), "--out", str(again), "--deep-init", str(out),
+                     *options, "--wide-epochs", "2")
+    assert manifest["training"]["history"]["deep"] == [{"from": f"{tmp_path.name}/model"}]
+    with np.load(out / "weights.npz") as first, np.load(again / "weights.npz") as second:
+        deep = [k for k in first.files if not k.startswith("wide_")]
+        assert deep and all(np.array_equal(first[k], second[k]) for k in deep)
 
 
 # -------------------------------------------------------------------- lexical_analysis
@@ -97,7 +106,7 @@ def test_lexical_recipe(tmp_path):
     manifest = train("lexical_analysis", "--data-dir", str(data), "--out", str(out), "--epochs", "1",
                      "--batch-size", "16", "--char-dim", "8", "--bigram-dim", "4", "--hidden-size", "8",
                      "--num-layers", "1", "--min-char-count", "1", "--min-bigram-count", "1", "--name-lists", "4",
-                     "--max-length", "64")
+                     "--dev-name-lists", "4", "--max-length", "64")
     assert manifest["training"]["data"]["lexicons"][-1] == "jieba_dict_small/dict_small.tsv"
     assert set(manifest["metrics"]) >= {"msra_dev_segmentation", "msra_ner_test_entities", "ud_gsd_test_coarse_pos"}
 
@@ -153,7 +162,7 @@ def test_knowledge_mining_recipe(tmp_path):
     tsv(data / "lexicon/jieba_dict_small/dict_small.tsv", "term\tfreq\tpos", [("王芳", 30, "nr"), ("南京", 400, "ns")])
     jieba_dict = write(tmp_path / "dict.txt", "记者 900 n\n医院 800 n\n电脑 700 n\n新华社 600 nt\n张伟 50 nr\n")
     out = tmp_path / "termtree"
-    manifest = train("knowledge_mining", "--data", str(data), "--out", str(out), "--jieba-dict", str(jieba_dict),
+    manifest = train("knowledge_mining", "--data-dir", str(data), "--out", str(out), "--jieba-dict", str(jieba_dict),
                      "--buckets", "256")
     assert manifest.name == "termtree"
     assert manifest["training"]["sources"]["jieba"] == [f"{tmp_path.name}/dict.txt", "jieba_dict_small/dict_small.tsv"]

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
+import hashlib
+
 import numpy as np
+import pytest
 
 from taskflow import training
-from taskflow.training import BudgetSchedule, portable_path, seed_all
+from taskflow.packages import Manifest
+from taskflow.training import (BudgetSchedule, PackageDraft, framework_versions, portable_path, recipe_parser, restore,
+                               seed_all, snapshot, update_manifest)
 
 
 def test_portable_path_never_records_local_folders(tmp_path):
@@ -62,3 +68,53 @@ def test_budget_schedule_fits_the_run_to_the_minutes(monkeypatch):
     # 120 - 50 elapsed - 40 for the one evaluation left = 30 s = 60 more steps
     assert schedule.total == 80 and schedule.eval_every == 100
     assert schedule.evaluate_now(80) and schedule.finished(80)
+
+
+def test_recipe_parser_has_the_options_every_recipe_has():
+    parser = recipe_parser("sentiment_analysis", "Recipe: ...", data="folder of TSV files", name="char_cnn")
+    args = parser.parse_args(["--out", "pkg"])
+    assert (args.data_dir, args.out, args.name, args.version, args.seed) == (None, "pkg", "char_cnn", "1.0.0", 1)
+    assert parser.prog == "taskflow train sentiment_analysis"
+    with pytest.raises(SystemExit):
+        parser.parse_args([])                       # --out is required unless the recipe names a default
+    strict = recipe_parser("knowledge_mining", None, data="root", name=None, seed=7, data_required=True, out="x")
+    args = strict.parse_args(["--data-dir", "d"])
+    assert (args.out, args.name, args.seed) == ("x", None, 7)
+
+
+def test_package_draft_pins_its_files_and_update_manifest_adds_figures(tmp_path):
+    args = argparse.Namespace(out=str(tmp_path / "termtree"), name=None, version="2.0.0")
+    with PackageDraft(args, "knowledge_mining") as draft:
+        (draft / "b.txt").write_text("b", encoding="utf-8")
+        (draft / "a.txt").write_text("a", encoding="utf-8")
+        draft / "never_written.txt"
+        manifest = draft.write({"description": "test", "framework": framework_versions("numpy")})
+        scratch = draft.folder
+    assert not scratch.exists()
+    assert (manifest.task, manifest.name, manifest.version) == ("knowledge_mining", "termtree", "2.0.0")
+    assert list(manifest.files) == ["b.txt", "a.txt"]          # in the order the recipe made them
+    assert manifest.files["a.txt"]["sha256"] == hashlib.sha256(b"a").hexdigest()
+    assert manifest["framework"] == {"numpy": np.__version__}
+
+    updated = update_manifest(tmp_path / "termtree", {"metrics": {"accuracy": 0.5}})
+    again = Manifest.load(tmp_path / "termtree" / "manifest.json")
+    assert again.data == updated.data == {**manifest.data, "metrics": {"accuracy": 0.5}}
+
+
+def test_snapshot_and_restore_bring_back_the_best_weights():
+    import paddle
+
+    paddle.seed(0)
+    network = paddle.nn.Sequential(paddle.nn.Linear(3, 2), paddle.nn.Linear(2, 1))
+    best = snapshot(network)
+    only_first = snapshot(network, keep=lambda name: name.startswith("0."))
+    assert set(only_first) == {"0.weight", "0.bias"}
+    for parameter in network.parameters():
+        parameter.set_value(parameter.numpy() + 1.0)
+    later = snapshot(network)
+    restore(network, only_first)
+    state = network.state_dict()
+    assert np.array_equal(state["0.weight"].numpy(), best["0.weight"])
+    assert np.array_equal(state["1.weight"].numpy(), later["1.weight"])    # left out: unchanged
+    restore(network, best)
+    assert all(np.array_equal(v.numpy(), best[k]) for k, v in network.state_dict().items())

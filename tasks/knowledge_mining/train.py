@@ -1,6 +1,6 @@
 """Recipe: term tree + category classifier -> a knowledge_mining model package.
 
-    python -m taskflow.tasks.knowledge_mining.train --data ../shared/data --out resources/knowledge_mining/termtree
+    taskflow train knowledge_mining --data-dir ../shared/data --out resources/knowledge_mining/termtree
 
 Sources (all MIT or research-use, see ../shared/data/*/README.md):
 
@@ -26,10 +26,8 @@ suffix (大学, 政府, 委...) are 组织机构类, with a company suffix 组�
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
-import tempfile
 import time
 import zlib
 from collections import Counter, defaultdict
@@ -39,7 +37,7 @@ import numpy as np
 
 from taskflow.tasks.lexical_analysis import normalize
 from taskflow.tasks.lexical_analysis.data import source_label
-from taskflow.training import log
+from taskflow.training import PackageDraft, log, recipe_parser
 
 from .categories import NOUN_CLASSES, termid
 from .classifier import feature_ids
@@ -147,7 +145,7 @@ def read_jieba(paths: list[Path]) -> dict[str, tuple[int, str]]:
 
 
 def build_tree(args) -> tuple[TermTree, dict]:
-    data = Path(args.data)
+    data = Path(args.data_dir)
     tree = TermTree(normalize=normalize)
     stats: Counter = Counter()
     skipped: Counter = Counter()
@@ -189,7 +187,7 @@ def jieba_paths(args) -> list[Path]:
         import jieba
 
         paths = [Path(jieba.__file__).parent / "dict.txt"]
-    return paths + [Path(args.data) / "lexicon" / "jieba_dict_small" / "dict_small.tsv"]
+    return paths + [Path(args.data_dir) / "lexicon" / "jieba_dict_small" / "dict_small.tsv"]
 
 
 def classifier_data(tree: TermTree, args, rng: random.Random) -> tuple[list[str], list[int]]:
@@ -248,16 +246,13 @@ def holdout_accuracy(weights, bias, data: Path) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", required=True, help="root of the shared data (lexicon/, ner/)")
-    parser.add_argument("--out", required=True, help="package directory to write")
+    parser = recipe_parser("knowledge_mining", __doc__, name=None, data_required=True,
+                           data="root of the shared data (lexicon/, ner/)")
     parser.add_argument("--jieba-dict", default=None, help="jieba dict.txt (default: the installed jieba's)")
     parser.add_argument("--buckets", type=int, default=1 << 16)
     parser.add_argument("--max-per-class", type=int, default=30000)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--version", default="1.0.0")
     args = parser.parse_args(argv)
-    rng = random.Random(args.seed)
+    rng = random.Random(args.seed)     # no Paddle here: nothing else to seed
     started = time.time()
 
     tree, tree_stats = build_tree(args)
@@ -265,17 +260,13 @@ def main(argv=None) -> int:
     words, labels = classifier_data(tree, args, rng)
     log(f"classifier: training on {len(words)} words, {args.buckets} hash buckets")
     weights, bias = train_classifier(words, labels, args.buckets, args.seed)
-    check = holdout_accuracy(weights, bias, Path(args.data))
+    check = holdout_accuracy(weights, bias, Path(args.data_dir))
     log(f"classifier alone on held-out THUOCL terms: {check}")
 
-    from taskflow.packages import write_package
-
-    with tempfile.TemporaryDirectory() as tmp:
-        tree_file, clf_file = Path(tmp) / "termtree.tsv.gz", Path(tmp) / "classifier.npz"
-        tree.save(tree_file)
-        np.savez_compressed(clf_file, weights=weights.astype(np.float16), bias=bias)
-        manifest = write_package(args.out, {
-            "task": "knowledge_mining", "name": Path(args.out).name, "version": args.version,
+    with PackageDraft(args, "knowledge_mining", started=started) as draft:
+        tree.save(draft / "termtree.tsv.gz")
+        np.savez_compressed(draft / "classifier.npz", weights=weights.astype(np.float16), bias=bias)
+        draft.write({
             "description": "WordTag-style word categories and term linking: the lexical model's words and LAC tags, "
                            "a term tree built from THUOCL, CLUENER2020 train and jieba's dictionaries, and a hashed "
                            "char n-gram category classifier (numpy at inference).",
@@ -297,8 +288,7 @@ def main(argv=None) -> int:
                                "seed": args.seed, "held_out_thuocl": check},
                 "minutes": round((time.time() - started) / 60, 1),
             },
-        }, {"termtree.tsv.gz": tree_file, "classifier.npz": clf_file})
-    log(f"wrote {args.out}: {json.dumps({k: v['size'] for k, v in manifest.files.items()})}")
+        })
     return 0
 
 

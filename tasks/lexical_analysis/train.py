@@ -18,7 +18,6 @@ held-out evaluation of an existing package (and jieba's, on the same data).
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import random
@@ -29,7 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from taskflow.training import log, seed_all
+from taskflow.training import (PackageDraft, framework_versions, log, recipe_parser, restore, seed_all, snapshot,
+                               update_manifest)
 
 from . import BOS, EOS, encode, normalize
 from .augment import augment, name_list_sentences
@@ -172,14 +172,9 @@ def score_msra(predicted: list[list[tuple[int, int, str]]], gold: list[list[tupl
 
 # ----------------------------------------------------------------- training
 
-def train(args) -> None:
-    import paddle
-
-    from .model import LexicalNet
-
-    rng = seed_all(args.seed)
-    paths = data_paths(args)
-
+def training_examples(args, paths: dict[str, Path], rng: random.Random):
+    """MSRA train with derived LAC tags, cut into pieces and augmented, as ``(text, label ids)``;
+    the vocabularies; the lexicon that tagged it; the dev sentences."""
     log("deriving LAC tags for MSRA train/dev")
     lexicon = Lexicon([paths["jieba_small"]])
     cache: dict = {}
@@ -199,11 +194,22 @@ def train(args) -> None:
     # The vocabulary comes from the real pieces only: made-up names would add rare chars and bigrams.
     char_list, bigram_list = build_vocab([t for t, _ in examples[:len(real)]], args.min_char_count,
                                          args.min_bigram_count)
+    log(f"{len(examples)} training pieces, {len(char_list)} chars, {len(bigram_list)} bigrams")
+    return examples, char_list, bigram_list, lexicon, dev_gold
+
+
+def train(args) -> None:
+    import paddle
+
+    from .model import LexicalNet
+
+    rng = seed_all(args.seed)
+    paths = data_paths(args)
+    examples, char_list, bigram_list, lexicon, dev_gold = training_examples(args, paths, rng)
     chars = {c: i for i, c in enumerate(char_list)}
     bigrams = {b: i for i, b in enumerate(bigram_list)}
-    log(f"{len(examples)} training pieces, {len(char_list)} chars, {len(bigram_list)} bigrams")
     dev_texts = [normalize("".join(w for w, _ in s)) for s in dev_gold]
-    dev_lists = dev_name_lists(dev_gold)
+    dev_lists = dev_name_lists(dev_gold, args.dev_name_lists)
     dev_list_texts = [normalize("".join(w for w, _ in s)) for s in dev_lists]
 
     architecture = {
@@ -254,33 +260,28 @@ def train(args) -> None:
                         "dev_name_lists": list_scores["entities"]})
         log(f"epoch {epoch} dev {scores} name lists {list_scores['entities']} ({history[-1]['minutes']} min)")
         if selection > best:
-            best = selection
-            best_state = {k: v.numpy().copy() for k, v in network.state_dict().items()}
+            best, best_state = selection, snapshot(network)
         if time.time() - started > budget:
             log("time budget reached")
             break
 
-    network.set_state_dict({k: paddle.to_tensor(v) for k, v in best_state.items()})
+    restore(network, best_state)
     network.eval()
-    write(args.out, network, architecture, char_list, bigram_list, args, history, lexicon)
-    log(f"wrote {args.out}")
+    write(args, network, architecture, char_list, bigram_list, history, lexicon)
     if not args.no_evaluate:
-        evaluate_package(args.out, paths, write_manifest=True)
+        evaluate_package(args.out, paths, name_lists=args.dev_name_lists, write_manifest=True)
 
 
-def write(out, network, architecture, char_list, bigram_list, args, history, lexicon) -> None:
+def write(args, network, architecture, char_list, bigram_list, history, lexicon) -> None:
     import importlib.metadata as md
-    import tempfile
 
-    from taskflow.packages import write_package
     from taskflow.predictor import save_weights
 
-    with tempfile.TemporaryDirectory() as tmp:
-        weights, vocab = Path(tmp) / "weights.npz", Path(tmp) / "vocab.json"
-        save_weights(network, weights, float16=lambda name: "emb" in name)
-        vocab.write_text(json.dumps({"chars": char_list, "bigrams": bigram_list}, ensure_ascii=False), encoding="utf-8")
-        write_package(out, {
-            "task": "lexical_analysis", "name": args.name, "version": args.version,
+    with PackageDraft(args, "lexical_analysis") as draft:
+        save_weights(network, draft / "weights.npz", float16=lambda name: "emb" in name)
+        (draft / "vocab.json").write_text(json.dumps({"chars": char_list, "bigrams": bigram_list}, ensure_ascii=False),
+                                          encoding="utf-8")
+        draft.write({
             "description": "LAC-style char BiGRU-CRF (char + bigram embeddings, 2 BiGRU layers, CRF with "
                            "Viterbi in the graph), trained from scratch on public data.",
             "architecture": architecture, "labels": LABELS, "tag_set": list(LAC_TAGS), "max_length": args.max_length,
@@ -301,15 +302,15 @@ def write(out, network, architecture, char_list, bigram_list, args, history, lex
                 "history": history,
                 "selection": "best (MSRA dev segmentation F1 + entity F1) / 2 after each epoch",
             },
-            "frameworks": {"paddlepaddle": md.version("paddlepaddle"), "numpy": np.__version__},
-        }, {"weights.npz": weights, "vocab.json": vocab})
+            "frameworks": framework_versions("paddlepaddle", "numpy"),
+        })
 
 
 # --------------------------------------------------------------- evaluation
 
-def dev_name_lists(dev_gold: list[list[tuple[str, str]]]) -> list[list[tuple[str, str]]]:
-    """The held-out check of the name-list genre: 200 synthetic lists of the dev split's person names."""
-    return name_list_sentences(dev_gold, 200, seed=7)
+def dev_name_lists(dev_gold: list[list[tuple[str, str]]], count: int = 200) -> list[list[tuple[str, str]]]:
+    """The held-out check of the name-list genre: ``count`` synthetic lists of the dev split's person names."""
+    return name_list_sentences(dev_gold, count, seed=7)
 
 
 def data_paths(args) -> dict[str, Path]:
@@ -385,7 +386,7 @@ def _pos_scores(predicted, sentences) -> dict:
     }
 
 
-def evaluate_package(package_dir, paths: dict[str, Path], *, write_manifest: bool = False) -> dict:
+def evaluate_package(package_dir, paths: dict[str, Path], *, name_lists: int = 200, write_manifest: bool = False) -> dict:
     """Held-out figures of a package (through the Taskflow API, static graph) and of jieba."""
     import jieba
     import jieba.posseg
@@ -415,7 +416,7 @@ def evaluate_package(package_dir, paths: dict[str, Path], *, write_manifest: boo
     report["model"]["msra_dev"] = score_msra(words_of(dev_texts), dev_gold)
     report["jieba"]["msra_dev"] = score_msra([_jieba_words(posseg, t) for t in dev_texts], dev_gold)
 
-    dev_lists = dev_name_lists(dev_gold)
+    dev_lists = dev_name_lists(dev_gold, name_lists)
     list_texts = ["".join(w for w, _ in s) for s in dev_lists]
     log(f"MSRA dev name lists: {len(list_texts)} synthetic lists of dev-split names")
     report["model"]["msra_dev_name_lists"] = score_msra(words_of(list_texts), dev_lists)
@@ -435,35 +436,26 @@ def evaluate_package(package_dir, paths: dict[str, Path], *, write_manifest: boo
     log(json.dumps(report, ensure_ascii=False, indent=1))
 
     if write_manifest:
-        from taskflow.packages import Manifest, write_package
-
-        manifest = Manifest.load(Path(package_dir) / "manifest.json")
-        fields = {k: v for k, v in manifest.data.items() if k != "files"}
-        fields["metrics"] = {
+        update_manifest(package_dir, {"metrics": {
             "msra_dev_segmentation": report["model"]["msra_dev"]["segmentation"],
             "msra_dev_entities": report["model"]["msra_dev"]["entities"],
             "msra_dev_name_lists_entities": report["model"]["msra_dev_name_lists"]["entities"],
             "msra_ner_test_entities": report["model"]["msra_ner_test"],
             "ud_gsd_test_coarse_pos": report["model"]["ud_gsd_test_coarse_pos"],
             "jieba_0.42.1_same_data": report["jieba"],
-        }
-        write_package(package_dir, fields, {name: Path(package_dir) / name for name in manifest.files})
+        }})
     return report
 
 
 # ---------------------------------------------------------------------- cli
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="taskflow train lexical_analysis", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", help="root of ../shared/data (the paths below are relative to it)")
+    parser = recipe_parser("lexical_analysis", __doc__, name="bigru_crf", out="lexical_model",
+                           data="root of ../shared/data (the paths below are relative to it)")
     parser.add_argument("--msra-dir", help="folder with MSRA train.txt / dev.txt (word/TAG lines)")
     parser.add_argument("--jieba-dict", help="jieba dict_small.tsv (term, freq, pos)")
     parser.add_argument("--ner-test", help="MSRA NER test.txt (char<TAB>BIO)")
     parser.add_argument("--ud-test", help="UD Chinese-GSD test.conll")
-    parser.add_argument("--out", default="lexical_model", help="package directory to write")
-    parser.add_argument("--name", default="bigru_crf")
-    parser.add_argument("--version", default="1.0.0")
     parser.add_argument("--evaluate-only", metavar="PACKAGE", help="only evaluate an existing package")
     parser.add_argument("--no-evaluate", action="store_true", help="skip the held-out evaluation")
     parser.add_argument("--epochs", type=int, default=8)
@@ -483,15 +475,16 @@ def parse_args(argv):
     parser.add_argument("--replace-share", type=float, default=0.15,
                         help="share of sentences with names added again with names replaced (augment.py)")
     parser.add_argument("--name-lists", type=int, default=1000, help="synthetic name lists added (augment.py)")
+    parser.add_argument("--dev-name-lists", type=int, default=200,
+                        help="synthetic name lists of dev names that selection and evaluation score")
     parser.add_argument("--limit", type=int, default=0, help="use only this many training sentences (smoke tests)")
-    parser.add_argument("--seed", type=int, default=1)
     return parser.parse_args(argv)
 
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.evaluate_only:
-        evaluate_package(args.evaluate_only, data_paths(args), write_manifest=False)
+        evaluate_package(args.evaluate_only, data_paths(args), name_lists=args.dev_name_lists, write_manifest=False)
         return 0
     train(args)
     return 0
