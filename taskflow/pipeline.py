@@ -97,28 +97,67 @@ class Taskflow:
             return cls.modes[mode]
         return model or cls.default_model
 
-    def __call__(self, inputs: Any) -> Results:
+    def __call__(self, inputs: Any, *, on_error: str = "raise") -> Results:
         """Results for ``inputs`` (one item or a list of items): a list with one
-        result per item, in input order (it renders as HTML in notebooks)."""
-        items = self.task.check_items(inputs)
-        return Results(self.task.run_items(items), render=functools.partial(self.task.render_html, items=items))
+        result per item, in input order (it renders as HTML in notebooks).
 
-    def stream(self, items: Iterable[Any], *, chunk_size: int | None = None) -> Iterator[Any]:
+        A bad item (wrong type, empty text...) raises a typed error naming its index
+        (``on_error="raise"``, the default), or with ``on_error="skip"`` gets an error
+        record in its place, ``{"error": message, "error_type": "InvalidInputError",
+        "index": i}``, while every other item gets its result.
+        """
+        good, results = self._checked(self.task.as_items(inputs), 0, on_error)
+        done = self.task.run_items([item for _, item in good])
+        for (position, _), result in zip(good, done):
+            results[position] = result
+        items = [item for _, item in good]
+        render = functools.partial(_render_with_errors, self.task, items=items, positions=[p for p, _ in good])
+        return Results(results, render=render)
+
+    def stream(self, items: Iterable[Any], *, chunk_size: int | None = None, on_error: str = "raise") -> Iterator[Any]:
         """Results for any iterable of items, lazily and in order, a chunk at a time.
 
-        A bad item raises a typed error whose index counts from the start of the stream.
+        A bad item raises a typed error whose index counts from the start of the stream,
+        or with ``on_error="skip"`` yields an error record in its place (see ``__call__``).
 
         >>> for result in Taskflow("sentiment_analysis").stream(open("reviews.txt")):  # doctest: +SKIP
         ...     print(result["label"])
         """
-        from .jobs import iter_chunks
-
-        task = self.task
+        chunk_size = chunk_size or max(64, self.task.batch_size * 8)
+        chunk: list[Any] = []
         offset = 0
-        for chunk in iter_chunks(items, chunk_size or max(64, task.batch_size * 8)):
-            checked = [task.check_item(item, offset + i) for i, item in enumerate(chunk)]
-            yield from task.run_items(checked)
-            offset += len(chunk)
+        for item in items:
+            chunk.append(item)
+            if len(chunk) == chunk_size:
+                yield from self._run_chunk(chunk, offset, on_error)
+                offset += len(chunk)
+                chunk = []
+        if chunk:
+            yield from self._run_chunk(chunk, offset, on_error)
+
+    def _run_chunk(self, chunk: list[Any], offset: int, on_error: str) -> list[Any]:
+        good, results = self._checked(chunk, offset, on_error)
+        for (position, _), result in zip(good, self.task.run_items([item for _, item in good])):
+            results[position] = result
+        return results
+
+    def _checked(self, items: list[Any], offset: int, on_error: str) -> tuple[list[tuple[int, Any]], list[Any]]:
+        """``([(position, checked item)], results)`` where ``results`` holds an error record at each
+        bad item's position (``on_error="skip"``) and ``None`` elsewhere, to be filled in."""
+        from .errors import InputTypeError, InvalidInputError
+
+        if on_error not in ("raise", "skip"):
+            raise OptionError(f"on_error must be 'raise' or 'skip', got {on_error!r}", "on_error")
+        good: list[tuple[int, Any]] = []
+        results: list[Any] = [None] * len(items)
+        for position, item in enumerate(items):
+            try:
+                good.append((position, self.task.check_item(item, offset + position)))
+            except (InvalidInputError, InputTypeError) as exc:
+                if on_error == "raise":
+                    raise
+                results[position] = {"error": str(exc), "error_type": type(exc).__name__, "index": offset + position}
+        return good, results
 
     def predict_file(
         self,
@@ -203,3 +242,13 @@ def _check_option_names(cls, task_options: dict) -> None:
             f"Taskflow({cls.name!r}) got an unknown option {name!r}.{hint} {cls.name} accepts "
             f"{', '.join(accepted) or 'no task options'} (and Taskflow's own: model, mode, device, batch_size, "
             "precision, num_threads, static, tensorrt, task_path, home, offline)", name)
+
+
+def _render_with_errors(task, results: list, items: list, positions: list[int]) -> str:
+    """The task's view of the good results, then the error records of skipped items."""
+    from .display import html_table
+
+    good = [results[p] for p in positions]
+    errors = [r for i, r in enumerate(results) if i not in set(positions)]
+    page = task.render_html(good, items=items) if good else ""
+    return page + (html_table(errors, ["index", "error_type", "error"]) if errors else "")

@@ -109,3 +109,29 @@ def test_every_bad_option_is_an_option_error_naming_it(tiny_models, options, nam
 def test_an_unknown_option_close_to_a_known_one_is_suggested(tiny_models):
     with pytest.raises(OptionError, match="Did you mean 'return_all_scores'"):
         Taskflow("sentiment_analysis", task_path=tiny_models["sentiment_analysis"], return_all_score=True)
+
+
+def test_on_error_skip_keeps_every_other_result_in_place(tiny_models):
+    flow = Taskflow("sentiment_analysis", task_path=tiny_models["sentiment_analysis"])
+    texts = ["这家酒店很干净", "", float("nan"), "服务太差了"] * 2500            # 10,000 items, 5,000 bad
+    out = flow(texts, on_error="skip")
+    assert len(out) == len(texts)
+    assert out[0] == flow("这家酒店很干净")[0] and out[3] == flow("服务太差了")[0]
+    assert out[1] == {"error": out[1]["error"], "error_type": "InvalidInputError", "index": 1}
+    assert out[2]["error_type"] == "InputTypeError" and "float" in out[2]["error"] and out[2]["index"] == 2
+    assert out[9998]["index"] == 9998 and "#9998" in out[9998]["error"]
+    assert "InvalidInputError" in out._repr_html_()                       # the view lists the skipped ones
+    with pytest.raises(InvalidInputError, match="#1"):
+        flow(texts)                                                         # strict by default
+    with pytest.raises(OptionError, match="on_error"):
+        flow(texts, on_error="ignore")
+
+
+def test_stream_on_error_skip_counts_indexes_from_the_start(tiny_models):
+    flow = Taskflow("sentiment_analysis", task_path=tiny_models["sentiment_analysis"])
+    items = iter(["好", "差", None, "好"] * 3)
+    out = list(flow.stream(items, chunk_size=5, on_error="skip"))
+    assert [r.get("index") for r in out if "error" in r] == [2, 6, 10]
+    assert [r["text"] for r in out if "text" in r] == ["好", "差", "好"] * 3
+    with pytest.raises(InputTypeError, match="#2"):
+        list(flow.stream(["好", "差", None], chunk_size=2))
