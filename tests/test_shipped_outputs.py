@@ -1,5 +1,6 @@
 """The shipped models give what they gave when tests/fixtures/shipped_outputs.json was recorded
-(before the model/task split; see tests/fixtures/record_shipped_outputs.py), on both graph modes."""
+(recorded with the code from before the model/task split, commit a179794; see
+tests/fixtures/record_shipped_outputs.py), on both graph modes and both Paddle API levels."""
 
 import json
 from pathlib import Path
