@@ -33,7 +33,10 @@ class Taskflow:
         task_path: directory of your own trained package (overrides ``model``).
         home: cache root (default ``$PPNLP_HOME`` or ``~/.paddlenlp``).
         offline: never use the network (default ``$PPNLP_OFFLINE``).
-        **task_options: options of the task itself; unknown names raise ``TypeError``.
+        **task_options: options of the task itself; a wrong one is an ``OptionError``.
+
+    PaddleNLP's names are accepted too: ``home_path`` for ``home``, ``device_id``
+    (``-1`` for the CPU, ``N`` for ``"gpu:N"``) for ``device``.
 
     >>> from taskflow import Taskflow
     >>> Taskflow("sentiment_analysis")("这家酒店很干净")   # doctest: +SKIP
@@ -57,6 +60,7 @@ class Taskflow:
         offline: bool | None = None,
         **task_options: Any,
     ):
+        home, device = _paddlenlp_names(task_options, home, device)
         # Enough to rebuild this pipeline in a worker process (see predict_file).
         self._config = {
             "task": task, "model": model, "mode": mode, "device": device, "batch_size": batch_size,
@@ -99,7 +103,9 @@ class Taskflow:
 
     def __call__(self, inputs: Any, *, on_error: str = "raise") -> Results:
         """Results for ``inputs`` (one item or a list of items): a list with one
-        result per item, in input order (it renders as HTML in notebooks).
+        result per item, in input order (it renders as HTML in notebooks).  For
+        word_segmentation and pos_tagging a single ``str`` gives its word list itself,
+        as PaddleNLP does; a list of texts gives one word list per text.
 
         A bad item (wrong type, empty text...) raises a typed error naming its index
         (``on_error="raise"``, the default), or with ``on_error="skip"`` gets an error
@@ -112,6 +118,8 @@ class Taskflow:
             results[position] = result
         items = [item for _, item in good]
         render = functools.partial(_render_with_errors, self.task, items=items, positions=[p for p, _ in good])
+        if isinstance(inputs, str) and self.task.single_text_unwrapped:
+            return Results(results[0], render=lambda _: render(results))
         return Results(results, render=render)
 
     def stream(self, items: Iterable[Any], *, chunk_size: int | None = None, on_error: str = "raise") -> Iterator[Any]:
@@ -199,6 +207,28 @@ class Taskflow:
             f"device={str(m.options.device)!r}, source={m.source!r})"
         )
 
+    def help(self, file=None) -> None:
+        """Print what this pipeline does: its task, model, modes, options with their defaults,
+        and what goes in and comes out (PaddleNLP's ``Taskflow(...).help()``)."""
+        import inspect
+
+        cls, model = type(self.task), self.task.model
+        doc = inspect.getdoc(cls) or ""
+        lines = [f"{cls.name} (aliases: {', '.join(cls.aliases) or 'none'})", "",
+                 doc.split("\n\n")[0], "",
+                 f"model: {model.task}/{model.name} {model.version} ({model.source}: {model.package.directory})"]
+        registered = get_task_class(cls.name)
+        if registered.modes:
+            lines.append("modes: " + ", ".join(f"{m} -> {ref}" for m, ref in registered.modes.items()))
+        lines += ["", "options (Taskflow(..., name=value)):"]
+        lines += [f"  {name} = {default!r}" for name, default in cls.option_defaults().items()]
+        lines += ["  batch_size = " + repr(cls.default_batch_size), "  (and model, mode, device, precision, "
+                  "num_threads, static, tensorrt, task_path, home, offline)", "", "input: " + _input_shape(cls)]
+        example = [line for line in doc.splitlines() if line.lstrip().startswith((">>>", "...", "[", "{", "'"))]
+        if example:
+            lines += ["", "example:"] + ["  " + line.strip() for line in example]
+        print("\n".join(lines), file=file)
+
     @staticmethod
     def tasks() -> list[dict]:
         """Every registered task with its aliases, models, default model and modes.
@@ -252,3 +282,37 @@ def _render_with_errors(task, results: list, items: list, positions: list[int]) 
     errors = [r for i, r in enumerate(results) if i not in set(positions)]
     page = task.render_html(good, items=items) if good else ""
     return page + (html_table(errors, ["index", "error_type", "error"]) if errors else "")
+
+
+def _input_shape(cls) -> str:
+    fields = cls.input_fields
+    if len(fields) == 1:
+        return "a str, or a list of str (one result per text)"
+    return (f"an item ({', '.join(fields)}) as a tuple, a list or a dict with those keys, or a list of items "
+            "(one result per item)")
+
+
+def _paddlenlp_names(task_options: dict, home, device):
+    """``home``/``device`` after PaddleNLP's ``home_path``/``device_id`` (taken out of ``task_options``)."""
+    if "home_path" in task_options:
+        if home is not None:
+            raise OptionError("pass home or home_path (PaddleNLP's name for it), not both", "home_path")
+        home = task_options.pop("home_path")
+    if "device_id" in task_options:
+        device_id = task_options.pop("device_id")
+        if device != "cpu":
+            raise OptionError("pass device or device_id (PaddleNLP's name), not both", "device_id")
+        if isinstance(device_id, bool) or not isinstance(device_id, int) or device_id < -1:
+            raise OptionError(f"device_id must be -1 (CPU) or a GPU index >= 0, got {device_id!r}", "device_id")
+        device = "cpu" if device_id == -1 else f"gpu:{device_id}"
+    return home, device
+
+
+class _TaskList:
+    """``Taskflow.task_list``: the registered task names (PaddleNLP's spelling of :meth:`Taskflow.tasks`)."""
+
+    def __get__(self, instance, owner) -> list[str]:
+        return task_names()
+
+
+Taskflow.task_list = _TaskList()

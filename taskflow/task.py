@@ -81,6 +81,9 @@ class Task:
     modes: dict[str, str] = {}    # mode -> model, same forms as default_model
     default_batch_size: int = 32
     input_fields: tuple[str, ...] = ("text",)  # what a file record holds (jsonl keys, csv columns)
+    # A single str in gives its result itself, not a list of one (PaddleNLP's shape for word
+    # segmentation and POS tagging, whose results are lists already); a list in is one result each.
+    single_text_unwrapped: bool = False
 
     # A package written before manifests named these gets the task's own (see Model).
     network_type: str | None = None
@@ -109,14 +112,21 @@ class Task:
     @classmethod
     def option_names(cls) -> list[str]:
         """Keyword options a subclass accepts on top of the base ones."""
-        names = []
+        return list(cls.option_defaults())
+
+    @classmethod
+    def option_defaults(cls) -> dict[str, Any]:
+        """``{option: default}`` for the keyword options a subclass accepts on top of the base ones
+        (read from the ``__init__`` signatures, the one place options are declared)."""
+        defaults: dict[str, Any] = {}
         for klass in cls.__mro__:
             if klass is Task:
                 break
             if "__init__" in vars(klass):
-                params = inspect.signature(klass.__init__).parameters.values()
-                names += [p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name not in names]
-        return names
+                for param in inspect.signature(klass.__init__).parameters.values():
+                    if param.kind is param.KEYWORD_ONLY and param.name not in defaults:
+                        defaults[param.name] = param.default
+        return defaults
 
     def input_specs(self) -> Sequence[InputSpec]:
         """The network's feeds, named as :meth:`preprocess` returns them."""

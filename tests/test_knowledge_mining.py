@@ -182,9 +182,9 @@ def test_user_terms_override_the_model_and_the_tree(tiny_km, tmp_path):
     text = "长津湖和红楼梦"
     flow = Taskflow("knowledge_mining", task_path=tiny_km, user_dict=["长津湖/作品类_实体", "红楼梦/人物类_概念"])
     items = {i["item"]: i for i in flow(text)[0]["items"]}
-    assert items["长津湖"]["wordtag_label"] == "作品类_实体" and "termid" not in items["长津湖"]
+    assert items["长津湖"]["wordtag_label"] == "作品类_实体" and items["长津湖"]["termid"] is None   # always there
     assert items["红楼梦"]["wordtag_label"] == "人物类_概念"
-    assert "termid" not in items["红楼梦"]   # the tree knows it as a work, not under 人物
+    assert items["红楼梦"]["termid"] is None   # the tree knows it as a work, not under 人物
     path = tmp_path / "dict.txt"
     path.write_text("长津 湖/作品类_实体\n", encoding="utf-8")
     items = Taskflow("wordtag", task_path=tiny_km, user_dict=str(path))(text)[0]["items"]
@@ -294,3 +294,9 @@ def test_shipped_package_on_clear_sentences():
     assert labels["华为技术有限公司"] == "组织机构类_企事业单位"
     ner = Taskflow("ner", mode="accurate")("《红楼梦》是清代作家曹雪芹的作品")[0]
     assert {(e["text"], e["label"]) for e in ner["entities"]} >= {("红楼梦", "作品类_实体"), ("曹雪芹", "人物类_实体")}
+
+
+def test_a_users_own_category_is_an_entity_in_accurate_ner(tiny_km):
+    ner = Taskflow("ner", mode="accurate", task_path=tiny_km, user_dict=["长津湖/电影类_实体"])
+    result = ner("我看了长津湖")[0]
+    assert {"text": "长津湖", "label": "电影类_实体", "start": 3, "end": 6} in result["entities"]

@@ -191,14 +191,14 @@ def test_user_dict_wins_over_the_model_in_every_task(tiny):
     la = flow(tiny, user_dict=user)(text)[0]
     assert "北京大学" in la["segs"] and la["tags"][la["segs"].index("北京大学")] == "ORG"
     assert la["segs"][:2] == ["李", "明"]
-    assert ("王芳", "PER") in flow(tiny, "pos_tagging", user_dict=user)(text)[0]
-    assert "北京大学" in flow(tiny, "word_segmentation", user_dict=user)(text)[0]
+    assert ("王芳", "PER") in flow(tiny, "pos_tagging", user_dict=user)(text)
+    assert "北京大学" in flow(tiny, "word_segmentation", user_dict=user)(text)
 
 
 def test_user_dict_file_through_the_task(tiny, tmp_path):
     path = tmp_path / "user.txt"
     path.write_text("\ufeff春天/SEASON\n花 开/v\n", encoding="utf-8")
-    out = flow(tiny, "pos_tagging", user_dict=str(path))("春天花开")[0]
+    out = flow(tiny, "pos_tagging", user_dict=str(path))("春天花开")
     assert out[0] == ("春天", "SEASON") and out[2] == ("开", "v")
     with pytest.raises(UserDictError):
         flow(tiny, user_dict=["好/"])
@@ -243,7 +243,7 @@ def test_ner_entity_options(tiny):
     user = ["春天/SEASON", "上海/LOC", "王芳/PER"]
     text = "春天王芳去上海"
     default = flow(tiny, "ner", user_dict=user)(text)[0]
-    assert [e["label"] for e in default["entities"]] == ["PER", "LOC"]
+    assert [e["label"] for e in default["entities"]] == ["SEASON", "PER", "LOC"]   # a label of your own counts
     only = flow(tiny, "ner", user_dict=user, entity_labels=["SEASON", "PER"], entity_only=True)(text)[0]
     assert [e["text"] for e in only["entities"]] == ["春天", "王芳"]
     assert only["words"] == [("春天", "SEASON"), ("王芳", "PER")]
@@ -427,3 +427,13 @@ def test_notebook_view_highlights_words_and_entities(tiny):
     assert "北京" in html and "LOC" in html and "<b>" not in html
     ner_out = flow(tiny, "ner", user_dict=["北京/LOC"])("我在北京")
     assert "LOC" in ner_out._repr_html_()
+
+
+def test_a_users_own_label_is_an_entity_label(tiny):
+    # PaddleNLP's example: 长津湖/MOVIE tags the word, and the entity list has it without entity_labels.
+    ner = flow(tiny, "ner", user_dict=["长津湖/MOVIE", "花/n"])
+    result = ner("我看了长津湖")[0]
+    assert {"text": "长津湖", "label": "MOVIE", "start": 3, "end": 6} in result["entities"]
+    assert "n" not in ner.task.entity_labels           # a POS tag the user reuses is not made an entity
+    only = flow(tiny, "ner", user_dict=["长津湖/MOVIE"], entity_labels=["PER"])("我看了长津湖")[0]
+    assert all(e["label"] == "PER" for e in only["entities"])   # an explicit choice still wins

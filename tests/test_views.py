@@ -34,11 +34,11 @@ def test_every_view_draws_the_real_output_escaped(tiny_models, task, options, in
 
 def test_word_views_highlight_each_word(tiny_models):
     words = Taskflow("word_segmentation", task_path=tiny_models["lexical_analysis"])
-    (result,) = words("李明在北京")
+    result = words("李明在北京")                          # a single str: the word list itself
     page = words("李明在北京")._repr_html_()
     assert page.count("<mark") == len([w for w in result if w.strip()])
     tagged = Taskflow("pos_tagging", task_path=tiny_models["lexical_analysis"])
-    (pairs,) = tagged("李明在北京")
+    (pairs,) = tagged(["李明在北京"])
     page = tagged("李明在北京")._repr_html_()
     assert page.count("<sub") == len([t for _, t in pairs if t != "w"])
 

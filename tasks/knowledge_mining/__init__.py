@@ -268,10 +268,9 @@ class KnowledgeMiningTask(LexicalStages):
     def format_result(self, text: str, items: list[list]) -> Any:
         out = []
         for s, e, label, termid in items:
-            entry = {"item": text[s:e], "offset": s, "length": e - s, "wordtag_label": label}
-            if termid:
-                entry["termid"] = termid
-            out.append(entry)
+            # termid is always there (None when the tree does not link the word), as in PaddleNLP.
+            out.append({"item": text[s:e], "offset": s, "length": e - s, "wordtag_label": label,
+                        "termid": termid or None})
         return {"text": text, "items": out}
 
     def render_html(self, results, items):

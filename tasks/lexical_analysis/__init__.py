@@ -243,10 +243,13 @@ class WordSegmentationTask(LexicalAnalysisTask):
 
     >>> from taskflow import Taskflow
     >>> Taskflow("word_segmentation")("李明昨天在北京大学见到了王芳")   # doctest: +SKIP
+    ['李明', '昨天', '在', '北京大学', '见到', '了', '王芳']
+    >>> Taskflow("word_segmentation")(["李明昨天在北京大学见到了王芳"])   # doctest: +SKIP
     [['李明', '昨天', '在', '北京大学', '见到', '了', '王芳']]
     """
 
     default_model = "lexical_analysis/bigru_crf"
+    single_text_unwrapped = True
 
     def format_result(self, text, words):
         return [text[s:e] for s, e, _ in words]
@@ -261,10 +264,11 @@ class POSTaggingTask(LexicalAnalysisTask):
 
     >>> from taskflow import Taskflow
     >>> Taskflow("pos_tagging")("李明昨天在北京大学见到了王芳")   # doctest: +SKIP
-    [[('李明', 'PER'), ('昨天', 'TIME'), ('在', 'p'), ('北京大学', 'ORG'), ('见到', 'v'), ('了', 'u'), ('王芳', 'PER')]]
+    [('李明', 'PER'), ('昨天', 'TIME'), ('在', 'p'), ('北京大学', 'ORG'), ('见到', 'v'), ('了', 'u'), ('王芳', 'PER')]
     """
 
     default_model = "lexical_analysis/bigru_crf"
+    single_text_unwrapped = True
 
     def format_result(self, text, words):
         return [(text[s:e], t) for s, e, t in words]

@@ -81,7 +81,7 @@ class NERTask(EntityOutput, LexicalAnalysisTask):
 
     Options (on top of ``user_dict`` / ``user_dict_format``):
         entity_labels: which tags count as entities (default PER, LOC, ORG,
-            TIME); tags from the user dictionary may be added.
+            TIME and the user dictionary's own labels, e.g. MOVIE in 长津湖/MOVIE).
         entity_only: keep only entity words in ``words``.
 
     ``mode="accurate"`` gives WordTag categories instead; see :class:`AccurateNERTask`.
@@ -98,8 +98,10 @@ class NERTask(EntityOutput, LexicalAnalysisTask):
     def __init__(self, model, *, entity_labels: Iterable[str] | None = None, entity_only: bool = False, **base):
         super().__init__(model, **base)
         user_tags = sorted(self.user_dict.tags) if self.user_dict is not None else []
-        self.set_entity_options(entity_labels, entity_only, ENTITY_LABELS, list(dict.fromkeys(self.tag_set + user_tags)),
-                                "tag names such as ['PER', 'ORG']")
+        # A label of the user's own (长津湖/MOVIE) is an entity label; POS tags they reuse (花/n) are not.
+        own = [tag for tag in user_tags if tag not in self.tag_set]
+        self.set_entity_options(entity_labels, entity_only, [*ENTITY_LABELS, *own],
+                                list(dict.fromkeys(self.tag_set + user_tags)), "tag names such as ['PER', 'ORG']")
 
     def format_result(self, text, words):
         return self.entity_result(text, words)
@@ -125,8 +127,9 @@ class AccurateNERTask(EntityOutput, KnowledgeMiningTask):
     def __init__(self, model, *, entity_labels: Iterable[str] | None = None, entity_only: bool = True,
                  user_dict: Any = None, user_dict_format: str = "auto", **base):
         super().__init__(model, user_dict=user_dict, user_dict_format=user_dict_format, **base)
-        known = list(CATEGORIES) + sorted(self.user_dict.tags - set(CATEGORIES) if self.user_dict is not None else ())
-        self.set_entity_options(entity_labels, entity_only, ENTITY_CATEGORIES, known,
+        own = sorted(self.user_dict.tags - set(CATEGORIES)) if self.user_dict is not None else []
+        # A category of the user's own (长津湖/电影类_实体) is an entity label, as in PaddleNLP's example.
+        self.set_entity_options(entity_labels, entity_only, [*ENTITY_CATEGORIES, *own], list(CATEGORIES) + own,
                                 "categories such as ['人物类_实体', '组织机构类']")
 
     def format_result(self, text, items):
