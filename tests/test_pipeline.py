@@ -1,0 +1,52 @@
+"""Taskflow itself: PaddleNLP's option names, introspection, and a clear word when Paddle is missing."""
+
+import subprocess
+import sys
+
+import pytest
+
+from taskflow import Taskflow
+from taskflow.errors import OptionError
+from taskflow.registry import task_names
+
+
+def test_paddlenlp_option_names_are_aliases(tiny_models, tmp_path):
+    tiny = tiny_models["sentiment_analysis"]
+    flow = Taskflow("sentiment_analysis", task_path=tiny, home_path=tmp_path, device_id=-1)
+    assert flow.model.home == tmp_path and str(flow.model.options.device) == "cpu"
+    flow(["好"])
+    assert (tmp_path / "taskflow" / "sentiment_analysis").is_dir()     # home_path is the cache root
+    with pytest.raises(OptionError, match="home or home_path"):
+        Taskflow("sentiment_analysis", task_path=tiny, home=tmp_path, home_path=tmp_path)
+    with pytest.raises(OptionError, match="device_id"):
+        Taskflow("sentiment_analysis", task_path=tiny, device_id="gpu")
+    from taskflow.pipeline import _paddlenlp_names
+
+    assert _paddlenlp_names({"device_id": 2}, None, "cpu") == (None, "gpu:2")
+
+
+def test_task_list_and_help(tiny_models, capsys):
+    assert Taskflow.task_list == task_names() and "ner" in Taskflow.task_list
+    Taskflow("ner", task_path=tiny_models["ner"], entity_only=True).help()
+    out = capsys.readouterr().out
+    assert out.startswith("ner (aliases: named_entity_recognition)")
+    assert "entity_labels = None" in out and "entity_only = False" in out and "user_dict = None" in out
+    assert "modes: fast -> lexical_analysis/bigru_crf, accurate -> knowledge_mining/termtree" in out
+    assert "model: lexical_analysis/tiny" in out and "input: a str" in out
+    Taskflow("text_similarity", task_path=tiny_models["text_similarity"]).help()
+    out = capsys.readouterr().out
+    assert "threshold = None" in out and "input: an item (text1, text2)" in out and ">>> " in out
+
+
+def test_without_paddle_one_clear_message_names_both_installs(tiny_models):
+    code = (
+        "import sys; sys.modules['paddle'] = None\n"     # as if paddlepaddle were not installed
+        "import taskflow\n"
+        "from taskflow import Taskflow\n"
+        f"Taskflow('sentiment_analysis', task_path={str(tiny_models['sentiment_analysis'])!r})\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode != 0
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith("taskflow.errors.PaddleNotInstalledError")
+    assert "taskflow-nlp[cpu]" in last and "paddlepaddle-gpu" in last
