@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from typing import Any, Callable, Iterable, Sequence
 
-__all__ = ["Results", "html_table", "html_spans", "html_words", "overlapped"]
+__all__ = ["Results", "html_table", "html_spans", "html_words", "overlapped", "progress_bar"]
 
 _STYLE = "border-collapse:collapse;font-family:sans-serif;font-size:13px"
 _CELL = "border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top"
@@ -110,3 +110,14 @@ def html_words(text: str, words: Iterable[tuple[str, str | None]], labels: list[
             spans.append((start, start + len(word), label or ""))
         start += len(word)
     return html_spans(text, spans, labels)
+
+
+def progress_bar(**options):
+    """A tqdm bar: the notebook widget where ipywidgets is installed, else the text bar (tqdm.auto
+    without ipywidgets warns "IProgress not found" into every notebook cell)."""
+    try:
+        import ipywidgets  # noqa: F401
+        from tqdm.auto import tqdm
+    except ImportError:
+        from tqdm import tqdm
+    return tqdm(**options)

@@ -414,7 +414,8 @@ def download_file(
     and then find the file already there instead of downloading it again.
     """
     import requests
-    from tqdm.auto import tqdm
+
+    from .display import progress_bar
 
     dest = Path(dest)
     if lock is None:
@@ -431,7 +432,7 @@ def download_file(
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = _temp_name(dest)
         try:
-            with requests.Session() as session, tqdm(
+            with requests.Session() as session, progress_bar(
                 total=size, unit="B", unit_scale=True, unit_divisor=1024,
                 desc=dest.name, disable=None if progress is None else not progress, leave=False,
             ) as bar:

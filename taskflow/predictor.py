@@ -213,6 +213,40 @@ def paddle_device(device: Device):
         paddle.set_device(previous)
 
 
+class _NativeStderr:
+    """Holds what Paddle's C++ side writes to stderr (glog lines such as PIR's "not support input
+    out tensor") during an export, so a default run prints results and nothing else; the text is
+    kept for the error message if the export fails, and passed through with TASKFLOW_VERBOSE=1."""
+
+    def __init__(self):
+        self.text = ""
+
+    def __enter__(self):
+        self._saved = None
+        if os.environ.get("TASKFLOW_VERBOSE", "").strip().lower() in ("1", "true", "yes", "on"):
+            return self
+        try:
+            import sys
+            import tempfile
+
+            sys.stderr.flush()
+            self._capture = tempfile.TemporaryFile()
+            self._saved = os.dup(2)
+            os.dup2(self._capture.fileno(), 2)
+        except (OSError, ValueError):   # no real fd 2 (some notebook kernels): leave it alone
+            self._saved = None
+        return self
+
+    def __exit__(self, *exc):
+        if self._saved is not None:
+            os.dup2(self._saved, 2)
+            os.close(self._saved)
+            self._capture.seek(0)
+            self.text = self._capture.read().decode("utf-8", "replace")
+            self._capture.close()
+        return False
+
+
 class Predictor:
     """Runs one network on numpy feeds and returns numpy outputs.
 
@@ -261,8 +295,9 @@ class Predictor:
             if model_file.is_file() and params_file.is_file():
                 return model_file, params_file
             staging = export_dir / f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+            native_log = _NativeStderr()
             try:
-                with paddle_device(Device("cpu")):
+                with paddle_device(Device("cpu")), native_log:
                     network = self._build_network()
                     spec = [paddle.static.InputSpec([None] * len(s.max_shape), s.dtype, name=s.name) for s in self.inputs]
                     with warnings.catch_warnings():
@@ -277,7 +312,8 @@ class Predictor:
             except ExportError:
                 raise
             except Exception as exc:
-                raise ExportError(f"could not export the network to a static graph in {export_dir}: {exc}") from exc
+                said = f"; Paddle said: {native_log.text[-2000:]}" if native_log.text.strip() else ""
+                raise ExportError(f"could not export the network to a static graph in {export_dir}: {exc}{said}") from exc
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
         return model_file, params_file

@@ -50,3 +50,18 @@ def test_without_paddle_one_clear_message_names_both_installs(tiny_models):
     last = run.stderr.strip().splitlines()[-1]
     assert last.startswith("taskflow.errors.PaddleNotInstalledError")
     assert "taskflow-nlp[cpu]" in last and "paddlepaddle-gpu" in last
+
+
+def test_a_first_run_prints_results_and_nothing_else(tiny_models, tmp_path):
+    """The first call exports the static graph; Paddle's C++ log lines (PIR's "not support input
+    out tensor"...) and the ccache warning must not reach the user's terminal or notebook."""
+    code = (
+        "from taskflow import Taskflow\n"
+        f"print(Taskflow('lexical_analysis', task_path={str(tiny_models['lexical_analysis'])!r}, "
+        f"home={str(tmp_path)!r})('李明在北京')[0]['segs'] != [])\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "True\n"
+    assert run.stderr == ""
+    assert list(tmp_path.glob("taskflow/lexical_analysis/*/*/static/*-*"))   # it did export
