@@ -62,7 +62,8 @@ def _cmd_run(argv: list[str]) -> int:
     parser.add_argument("--max-record-bytes", type=int, default=1 << 20,
                         help="a longer input line is a bad record (default 1 MiB)")
     parser.add_argument("--worker-timeout", type=float, default=600.0,
-                        help="seconds a worker may take on one chunk before it counts as hung (default 600)")
+                        help="seconds a worker process may take to answer one chunk before it counts as hung and "
+                             "is killed (default 600); also to start (at least 60) and to exit when asked (at most 10)")
     parser.add_argument("--backend", choices=("local", "ray"), default="local")
     parser.add_argument("--address", help="Ray cluster address for --backend ray (default: start a local Ray)")
     parser.add_argument("--device", default="cpu")
@@ -119,6 +120,7 @@ def _cmd_run(argv: list[str]) -> int:
             resume=args.resume, on_error=args.on_error, errors_path=args.errors,
             progress=False if args.quiet else None, encoding=read_options["encoding"],
             id_fields=read_options["carry"], max_record_bytes=args.max_record_bytes, chunk_timeout=args.worker_timeout,
+            startup_timeout=max(60.0, args.worker_timeout), shutdown_timeout=min(10.0, args.worker_timeout),
         )
     except KeyboardInterrupt:
         print("taskflow: interrupted; what was done is saved: rerun with --resume to continue", file=sys.stderr)

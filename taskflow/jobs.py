@@ -159,7 +159,8 @@ class _Worker:
         self.process = ctx.Process(target=_worker_main, args=(config, task_reader, result_writer, stop),
                                    name=f"taskflow-worker-{slot}", daemon=True)
         try:
-            self.process.start()
+            with _no_missing_main_file():
+                self.process.start()
         except BaseException:  # e.g. SIGTERM while spawning: leave no child behind
             if self.process.pid is not None:
                 self.process.kill()
@@ -229,6 +230,23 @@ class _Worker:
         self.process.join(10)
 
 
+@contextlib.contextmanager
+def _no_missing_main_file():
+    """Spawned children re-run the parent's ``__main__`` from its file; a script read from stdin
+    (``python - <<EOF``) names a file that does not exist (``<stdin>``), and every child would die
+    trying.  Our workers need nothing from ``__main__``, so hide such a name while spawning."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if path is None or getattr(main, "__spec__", None) is not None or os.path.isfile(path):
+        yield
+        return
+    del main.__file__
+    try:
+        yield
+    finally:
+        main.__file__ = path
+
+
 def _calling_line() -> str:
     """``file:line`` of the outermost ``__main__`` frame calling us (the user's script), if any."""
     frame, found = sys._getframe(1), ""
@@ -265,6 +283,7 @@ class _WorkerPool:
         self.stop = self.ctx.RawValue(ctypes.c_bool, False)  # lock-free: a killed worker cannot leave it held
         self.events: queue.SimpleQueue = queue.SimpleQueue()
         self.faults: list[str] = []
+        self.restarted: set[int] = set()  # slots whose worker was killed while starting, and started again
         self.workers: list[_Worker] = []
         try:
             for slot in range(workers):
@@ -362,7 +381,12 @@ class _WorkerPool:
         """A worker is gone: re-run what it held on a fresh one, or stop the job."""
         worker.kill()
         if not worker.ready:
-            raise WorkerError(self._startup_failure(worker, what))
+            # Killed by a signal while starting (the OOM killer, an admin): once per slot, start another.
+            # Any other exit at start-up (the model cannot load, an unguarded script) would only repeat.
+            code = worker.process.exitcode
+            if not (code is not None and code < 0 and worker.slot not in self.restarted):
+                raise WorkerError(self._startup_failure(worker, what))
+            self.restarted.add(worker.slot)
         lines = ""
         if worker.in_flight:
             head = sent[worker.in_flight[0]]
@@ -375,8 +399,9 @@ class _WorkerPool:
                     "and if the process ran out of memory, use fewer --workers or a smaller --batch-size"
                 )
             retried.add(worker.in_flight[0])
-        self.faults.append(f"worker process {worker.pid} {what}" + (f" while running {lines}; they were re-run "
-                                                                    "on a new worker" if lines else "; replaced it"))
+        when = f" while running {lines}; they were re-run on a new worker" if lines else (
+            "; replaced it" if worker.ready else " while starting; started another")
+        self.faults.append(f"worker process {worker.pid} {what}{when}")
         logger.warning(self.faults[-1])
         self.workers.remove(worker)
         fresh = _Worker(self.ctx, self.config, worker.slot, self.stop, self.events)

@@ -1,0 +1,233 @@
+"""Process faults of batch jobs, on real worker processes with real signals.
+
+Workers killed (SIGKILL), terminated (SIGTERM), stopped (a hang) or stuck at exit;
+the parent killed or terminated; a full disk; a read-only output directory; a
+script that starts a job without a ``__main__`` guard.  Each job runs in its own
+session under a timeout: it either finishes with every record written (exit 0,
+or 3 when a worker had to be replaced or killed), or stops with one clear error
+and a state that ``--resume`` finishes byte for byte.  No worker outlives its job,
+and Paddle's C++ SIGTERM dump never shows.
+
+The seeded random kills (many runs) are in benchmarks/kill_jobs.py; a few of
+them run here under the ``slow`` marker.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from job_faults import Job, can_unshare_mounts, leftovers, lines_in, wait_for, write_runner
+from taskflow.cli import main
+
+pytestmark = [pytest.mark.timeout(180), pytest.mark.skipif(sys.platform != "linux", reason="uses /proc and signals")]
+
+TEXTS = [f"第{i}条：{'服务很好，干净' if i % 3 else '等了很久，太差了'}" for i in range(3000)]
+PADDLE_DUMP = ("FatalError", "Termination signal", "C++ Traceback")
+JOB_TIMEOUT = 120
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory, tiny_sentiment):
+    """The input, the runner script, the CLI arguments, and the output of a clean run (1 thread, like the workers)."""
+    root = tmp_path_factory.mktemp("faults")
+    source = root / "in.txt"
+    source.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    args = ["sentiment_analysis", "--input", str(source), "--task-path", str(tiny_sentiment),
+            "--batch-size", "16", "--threads", "1", "--quiet"]
+    assert main(args + ["--output", str(root / "reference.jsonl")]) == 0
+    return {"root": root, "runner": write_runner(root), "args": args,
+            "reference": (root / "reference.jsonl").read_bytes()}
+
+
+def _run(setup, target, *extra, env=None, timeout=JOB_TIMEOUT, **options):
+    job = Job(setup["runner"], [*setup["args"], "--output", str(target), *extra], env=env, cwd=target.parent, **options)
+    code, output = job.wait(timeout)
+    assert code is not None, f"the job hung for {timeout} s:\n{output[-3000:]}"
+    assert not any(mark in output for mark in PADDLE_DUMP), output[-3000:]
+    assert not leftovers(job.workers), "a worker process outlived its job"
+    return code, output
+
+
+def _resume_and_compare(setup, target):
+    """Finish the job in this process (one process, one thread: the same numbers) and compare bytes."""
+    assert main([*setup["args"], "--output", str(target), "--resume"]) == 0
+    assert target.read_bytes() == setup["reference"], "resumed output differs from a clean run"
+
+
+@pytest.mark.parametrize("poison", ["SIGKILL", "SIGTERM", "SIGSTOP"])
+def test_a_worker_that_dies_or_hangs_once_has_its_chunk_rerun(setup, tmp_path, poison):
+    target = tmp_path / "out.jsonl"
+    code, output = _run(setup, target, "--workers", "2", "--worker-timeout", "3",
+                        env={"POISON": poison, "POISON_LINE": "1000", "POISON_MARKER": str(tmp_path / "once")})
+    assert (tmp_path / "once").exists(), "the fault did happen"
+    assert code == 3, output[-3000:]
+    what = {"SIGKILL": "was killed by SIGKILL", "SIGTERM": "was killed by SIGTERM",
+            "SIGSTOP": "did not answer within 3 s (hung); it was killed (SIGKILL)"}[poison]
+    assert f"{what} while running the records at lines" in output and "re-run on a new worker" in output
+    assert target.read_bytes() == setup["reference"]
+
+
+def test_a_chunk_that_kills_its_worker_twice_stops_the_job_resumably(setup, tmp_path):
+    target = tmp_path / "out.jsonl"
+    code, output = _run(setup, target, "--workers", "2", env={"POISON": "SIGKILL", "POISON_LINE": "1000"})
+    assert code == 2, output[-3000:]
+    assert "taskflow: error: a worker process was killed by SIGKILL while running the records at lines" in output
+    assert "after another one failed on the same records" in output and "--resume" in output
+    assert "Traceback" not in output and not target.exists()
+    _resume_and_compare(setup, target)
+
+
+def test_a_worker_stuck_at_exit_is_killed_and_the_exit_status_says_so(setup, tmp_path):
+    target = tmp_path / "out.jsonl"
+    code, output = _run(setup, target, "--workers", "2", "--worker-timeout", "2", env={"POISON": "hang-at-exit"})
+    assert code == 3, output[-3000:]
+    stuck = [line for line in output.splitlines() if line.startswith("taskflow: warning: worker process")]
+    assert len(stuck) == 2 and all("did not exit within 2 s of being asked to; it was killed (SIGKILL)" in line
+                                   for line in stuck), output[-3000:]
+    assert target.read_bytes() == setup["reference"], "the output is complete all the same"
+
+
+def test_workers_exit_quietly(setup, tmp_path):
+    code, output = _run(setup, tmp_path / "out.jsonl", "--workers", "2")
+    assert code == 0 and output == "", output[-3000:]
+    assert (tmp_path / "out.jsonl").read_bytes() == setup["reference"]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_a_parent_killed_mid_job_leaves_no_worker_and_a_resumable_state(setup, tmp_path, signum):
+    target = tmp_path / "out.jsonl"
+    job = Job(setup["runner"], [*setup["args"], "--output", str(target), "--workers", "2"], cwd=tmp_path)
+    assert wait_for(lambda: lines_in(tmp_path / "out.jsonl.partial") >= 256, 60), "the job did not start"
+    job.signal(signum)
+    code, output = job.wait(JOB_TIMEOUT)
+    assert code is not None, "the job hung after the signal"
+    assert not leftovers(job.workers), "a worker process outlived its parent"
+    assert not any(mark in output for mark in PADDLE_DUMP), output
+    if signum == signal.SIGTERM:
+        assert code == 2 and "taskflow: error: stopped by SIGTERM; what was done is saved: rerun with --resume" in output
+        assert "Traceback" not in output
+    else:
+        assert code == -signal.SIGKILL
+    assert not target.exists() and (tmp_path / "out.jsonl.partial.ckpt").exists()
+    _resume_and_compare(setup, target)
+
+
+def _disk_full_modes():
+    modes = [pytest.param("rlimit", id="file-size-limit")]
+    if can_unshare_mounts():
+        modes.insert(0, pytest.param("tmpfs", id="small-tmpfs"))
+    return modes
+
+
+@pytest.mark.parametrize("mode", _disk_full_modes())
+def test_a_full_disk_stops_the_job_resumably(setup, tmp_path, mode):
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    target = out_dir / "out.jsonl"
+    if mode == "tmpfs":
+        # A 48 KiB tmpfs in a mount namespace of the job's own: full, then grown (space freed), then resumed.
+        command = [*setup["args"], "--output", str(target)]
+        script = textwrap.dedent(f"""
+            mount -t tmpfs -o size=48k tmpfs {out_dir}
+            {shlex.join([sys.executable, str(setup['runner']), *command])}; echo "first exit $?"
+            mount -o remount,size=64m {out_dir}
+            {shlex.join([sys.executable, str(setup['runner']), *command, '--resume'])}; echo "second exit $?"
+            cp {target} {tmp_path / 'final.jsonl'}
+        """)
+        run = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                             capture_output=True, text=True, timeout=JOB_TIMEOUT)
+        output = run.stdout + run.stderr
+        assert "first exit 2" in output and "No space left on device" in output, output[-3000:]
+        assert "Free space (or fix the permissions) and rerun with --resume" in output and "Traceback" not in output
+        assert "second exit 0" in output, output[-3000:]
+        assert (tmp_path / "final.jsonl").read_bytes() == setup["reference"]
+        return
+
+    def limit_file_size():
+        import resource
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # so a write past the limit fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (48 * 1024, 48 * 1024))
+
+    code, output = _run(setup, target, preexec=limit_file_size)
+    assert code == 2 and "File too large" in output and "rerun with --resume" in output, output[-3000:]
+    assert "Traceback" not in output and not target.exists()
+    _resume_and_compare(setup, target)
+
+
+def _read_only_modes():
+    modes = []
+    if can_unshare_mounts():
+        modes.append(pytest.param("ro-mount", id="read-only-mount"))
+    if os.geteuid() != 0:
+        modes.append(pytest.param("chmod", id="chmod-555"))
+    return modes or [pytest.param("none", marks=pytest.mark.skip(reason="root without mount namespaces"))]
+
+
+@pytest.mark.parametrize("mode", _read_only_modes())
+def test_a_read_only_output_directory_is_one_clear_error(setup, tmp_path, mode):
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    command = [sys.executable, str(setup["runner"]), *setup["args"], "--output", str(out_dir / "out.jsonl")]
+    if mode == "ro-mount":
+        script = f"mount -t tmpfs -o ro tmpfs {out_dir} && exec {shlex.join(command)}"
+        run = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                             capture_output=True, text=True, timeout=JOB_TIMEOUT)
+        reason = "Read-only file system"
+    else:
+        out_dir.chmod(0o555)
+        run = subprocess.run(command, capture_output=True, text=True, timeout=JOB_TIMEOUT)
+        reason = "Permission denied"
+    assert run.returncode == 2, run.stderr[-3000:]
+    assert run.stderr.startswith(f"taskflow: error: cannot write the output {out_dir / 'out.jsonl'}: {reason}")
+    assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+
+
+UNGUARDED = '''
+from taskflow import Taskflow
+
+flow = Taskflow("sentiment_analysis", task_path={model!r}, num_threads=1)
+flow.predict_file({source!r}, {target!r}, workers=2, progress=False)
+print("done")
+'''
+
+
+def test_an_unguarded_script_gets_one_clear_error_not_a_hang(setup, tiny_sentiment, tmp_path):
+    script = tmp_path / "unguarded.py"
+    script.write_text(UNGUARDED.format(model=str(tiny_sentiment), source=str(setup["root"] / "in.txt"),
+                                       target=str(tmp_path / "out.jsonl")), encoding="utf-8")
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=JOB_TIMEOUT,
+                         start_new_session=True)
+    assert run.returncode == 1 and "done" not in run.stdout
+    assert "WorkerError: worker processes could not start: each one re-imports your script" in run.stderr
+    assert f"({script}:5)" in run.stderr and 'if __name__ == "__main__":' in run.stderr
+    assert "bootstrapping phase" not in run.stderr, "multiprocessing's own error, once per respawn"
+    assert run.stderr.count("Traceback") == 1, run.stderr[-3000:]
+
+
+def test_a_script_read_from_stdin_runs_workers(setup, tiny_sentiment, tmp_path):
+    """``python - <<EOF``: there is no file for workers to re-import; the job just runs."""
+    code = UNGUARDED.format(model=str(tiny_sentiment), source=str(setup["root"] / "in.txt"),
+                            target=str(tmp_path / "out.jsonl"))
+    run = subprocess.run([sys.executable, "-"], input=code, capture_output=True, text=True, timeout=JOB_TIMEOUT,
+                         start_new_session=True)
+    assert run.returncode == 0 and run.stdout.strip() == "done", run.stderr[-3000:]
+    assert len((tmp_path / "out.jsonl").read_bytes().splitlines()) == len(TEXTS)
+
+
+@pytest.mark.slow
+def test_seeded_random_kills(setup, tmp_path):
+    """A few of benchmarks/kill_jobs.py's seeded runs (that script runs 50 and reports the counts)."""
+    bench = Path(__file__).parents[1] / "benchmarks" / "kill_jobs.py"
+    run = subprocess.run([sys.executable, str(bench), "--runs", os.environ.get("TASKFLOW_KILL_RUNS", "5"),
+                          "--seed", "1000", "--no-write", "--workdir", str(tmp_path)],
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
