@@ -41,6 +41,14 @@ def train(task: str, *options: str) -> Manifest:
     out = Path(options[options.index("--out") + 1])
     manifest = Manifest.load(out / "manifest.json")
     assert manifest.task == task
+    # A package names its network and its text normalisation, so it runs with no code of its task's defaults.
+    from taskflow.text import Normalizer
+
+    Normalizer(manifest["normalization"])
+    if task != "knowledge_mining":
+        from taskflow.model import network_class
+
+        network_class(manifest["architecture"]["type"])
     return manifest
 
 

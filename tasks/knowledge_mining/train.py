@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from taskflow.tasks.lexical_analysis import normalize
+from taskflow.tasks.lexical_analysis import NORMALIZATION, normalize
 from taskflow.tasks.lexical_analysis.data import source_label
 from taskflow.training import PackageDraft, log, recipe_parser
 
@@ -271,6 +271,7 @@ def main(argv=None) -> int:
                            "a term tree built from THUOCL, CLUENER2020 train and jieba's dictionaries, and a hashed "
                            "char n-gram category classifier (numpy at inference).",
             "requires": {"lexical": "lexical_analysis/bigru_crf"},
+            "normalization": list(NORMALIZATION),   # the term tree's keys: the lexical model's
             "term_tree": "termtree.tsv.gz",
             "classes": list(NOUN_CLASSES),
             "hash_buckets": args.buckets,

@@ -31,7 +31,7 @@ import numpy as np
 from taskflow.training import (PackageDraft, framework_versions, log, recipe_parser, restore, seed_all, snapshot,
                                update_manifest)
 
-from . import BOS, EOS, encode, normalize
+from . import BOS, EOS, NORMALIZATION, encode, normalize
 from .augment import augment, name_list_sentences
 from .data import (LAC_TAGS, LAC_TO_COARSE, UPOS_TO_COARSE, JIEBA_TO_LAC, Lexicon, derive_sentence, is_punctuation,
                    read_bio_file, read_conll, read_word_tag_file, tag_counts)
@@ -284,8 +284,8 @@ def write(args, network, architecture, char_list, bigram_list, history, lexicon)
         draft.write({
             "description": "LAC-style char BiGRU-CRF (char + bigram embeddings, 2 BiGRU layers, CRF with "
                            "Viterbi in the graph), trained from scratch on public data.",
-            "architecture": architecture, "labels": LABELS, "tag_set": list(LAC_TAGS), "max_length": args.max_length,
-            "input_normalization": "full-width to half-width, ASCII lower-case, whitespace to space (char for char)",
+            "architecture": {"type": "bigru_crf", **architecture}, "normalization": list(NORMALIZATION),
+            "labels": LABELS, "tag_set": list(LAC_TAGS), "max_length": args.max_length,
             "training": {
                 "data": {
                     "segmentation_and_names": "MSRA bakeoff (SIGHAN 2006) train1.txt minus a seeded 5% dev split, "

@@ -35,7 +35,7 @@ import numpy as np
 from taskflow.training import (BudgetSchedule, PackageDraft, fast_cpu_math, framework_versions, jieba_cut, log,
                                portable_path, recipe_parser, restore, seed_all, snapshot)
 
-from .data import FEATURES, Vocab, encode, merge, normalise, prepare, segment_context, windows, best_spans
+from .data import FEATURES, NORMALIZATION, Vocab, encode, merge, normalise, prepare, segment_context, windows, best_spans
 from .metrics import evaluate
 
 SOURCE = ("CMRC 2018 (Yiming Cui et al., A Span-Extraction Dataset for Chinese Machine Reading Comprehension, "
@@ -332,7 +332,8 @@ def main(argv=None) -> int:
         draft.write({
             "description": "DrQA-style char reader (BiGRU, aligned question embedding, exact-match and word "
                            "features, NULL position for no-answer windows), trained from scratch on CMRC 2018",
-            "architecture": architecture,
+            "architecture": {"type": "drqa_reader", **architecture},
+            "normalization": list(NORMALIZATION),
             "features": list(FEATURES),
             "max_seq_len": args.max_seq_len,
             "doc_stride": args.doc_stride,

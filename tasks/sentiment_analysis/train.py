@@ -32,7 +32,7 @@ import numpy as np
 
 from taskflow.training import PackageDraft, framework_versions, log, portable_path, recipe_parser, restore, seed_all, snapshot
 
-from . import normalize
+from . import NORMALIZATION, normalize
 
 TRAIN_SETS = ("chnsenticorp", "online_shopping_10_cats", "waimai_10k")
 DEV = ("chnsenticorp", "dev.tsv")
@@ -267,10 +267,10 @@ def main(argv=None) -> int:
         log(f"metrics {metrics}")
         draft.write({
             "description": "char CNN + hashed n-gram bag (deep) mixed with a linear hashed char 1-3-gram model (wide)",
-            "architecture": architecture,
+            "architecture": {"type": "sentiment_cnn", **architecture},
             "labels": ["negative", "positive"],
             "max_length": args.max_len,
-            "normalization": "q2b (full-width to half-width) + ASCII lower-case, per character",
+            "normalization": list(NORMALIZATION),
             "training": {
                 "train_files": [f"{s}/train.tsv" for s in sets],
                 "selection": "ChnSentiCorp dev: deep epoch, wide epoch and deep_weight",

@@ -36,7 +36,7 @@ from taskflow.training import (BudgetSchedule, PackageDraft, fast_cpu_math, fram
                                portable_path, recipe_parser, restore, seed_all, snapshot)
 
 from .data import DEFAULT_FILES, Pair, drop_overlap, read_pairs, resolve_files, split_lcqmc_dev
-from .features import Vocab, encode, model_text
+from .features import NORMALIZATION, Vocab, encode, model_text
 
 MAX_LENGTH = 64
 SOURCES = {
@@ -265,6 +265,7 @@ def main(argv=None) -> int:
             "description": ("RE2-style interaction model over chars and words with exact-match flags"
                             if args.arch == "match" else "siamese conv bi-encoder over chars and words"),
             "architecture": architecture,
+            "normalization": list(NORMALIZATION),
             "labels": [0, 1],
             "max_length": MAX_LENGTH,
             "threshold": threshold,
