@@ -27,7 +27,9 @@ import pytest
 from job_faults import Job, can_unshare_mounts, leftovers, lines_in, wait_for, write_runner
 from taskflow.cli import main
 
-pytestmark = [pytest.mark.timeout(180), pytest.mark.skipif(sys.platform != "linux", reason="uses /proc and signals")]
+# Every test here runs jobs in subprocesses with worker processes: a few seconds each.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180),
+              pytest.mark.skipif(sys.platform != "linux", reason="uses /proc and signals")]
 
 TEXTS = [f"第{i}条：{'服务很好，干净' if i % 3 else '等了很久，太差了'}" for i in range(3000)]
 PADDLE_DUMP = ("FatalError", "Termination signal", "C++ Traceback")
@@ -223,7 +225,6 @@ def test_a_script_read_from_stdin_runs_workers(setup, tiny_sentiment, tmp_path):
     assert len((tmp_path / "out.jsonl").read_bytes().splitlines()) == len(TEXTS)
 
 
-@pytest.mark.slow
 def test_seeded_random_kills(setup, tmp_path):
     """A few of benchmarks/kill_jobs.py's seeded runs (that script runs 50 and reports the counts)."""
     bench = Path(__file__).parents[1] / "benchmarks" / "kill_jobs.py"

@@ -1,6 +1,7 @@
 """Ray Data on a real local Ray instance (2 CPUs, loopback only)."""
 
 import json
+import os
 
 import pytest
 
@@ -13,8 +14,13 @@ TEXTS = [f"评论{i}：{'很好' if i % 2 else '太差'}" for i in range(300)]
 
 
 @pytest.fixture(scope="module")
-def local_ray():
+def local_ray(shared_home):
+    # Ray's worker processes take the environment of the process that starts Ray; the session's
+    # PPNLP_HOME and HOME are set before any fixture runs (conftest.pytest_configure), so no Ray
+    # worker writes to the user's ~/.paddlenlp.  Checked here, on a real worker.
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    seen = ray.get(ray.remote(lambda: (os.environ.get("PPNLP_HOME"), os.environ.get("HOME"))).remote())
+    assert seen == (str(shared_home), os.environ["HOME"]), seen
     yield
     ray.shutdown()
 
