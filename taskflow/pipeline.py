@@ -40,7 +40,7 @@ class Taskflow:
 
     >>> from taskflow import Taskflow
     >>> Taskflow("sentiment_analysis")("这家酒店很干净")   # doctest: +SKIP
-    [{'text': '这家酒店很干净', 'label': 'positive', 'score': 0.98}]
+    [{'text': '这家酒店很干净', 'label': 'positive', 'score': 0.52...}]
     """
 
     def __init__(
