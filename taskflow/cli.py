@@ -66,6 +66,8 @@ def _cmd_run(argv: list[str]) -> int:
                              "is killed (default 600); also to start (at least 60) and to exit when asked (at most 10)")
     parser.add_argument("--backend", choices=("local", "ray"), default="local")
     parser.add_argument("--address", help="Ray cluster address for --backend ray (default: start a local Ray)")
+    parser.add_argument("--ray-batch-size", type=int, default=256,
+                        help="rows Ray hands each actor per call with --backend ray (--batch-size is the model's)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, help="Paddle CPU threads per process (default: cores / workers)")
     parser.add_argument("--task-path", help="directory of your own trained package")
@@ -85,7 +87,7 @@ def _cmd_run(argv: list[str]) -> int:
         from .ray import run_file as run_on_ray
 
         run_on_ray(args.task, args.input, args.output, fields=fields, address=args.address,
-                   concurrency=args.workers, **options)
+                   concurrency=args.workers, ray_batch_size=args.ray_batch_size, **options)
         return 0
 
     from .pipeline import Taskflow
@@ -184,11 +186,14 @@ def _cmd_list(argv: list[str]) -> int:
 
 
 def _cmd_download(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="taskflow download", description="Fetch a model package into the cache.")
+    parser = argparse.ArgumentParser(
+        prog="taskflow download",
+        description="Put a model package, the packages it builds on, and its static-graph export into the cache "
+                    "($PPNLP_HOME/taskflow): copy that folder to a machine without network and run there offline.")
     parser.add_argument("task")
     _common_options(parser)
     args = parser.parse_args(argv)
-    from .packages import resolve
+    from .packages import copy_to_cache, resolve
     from .pipeline import Taskflow
     from .registry import get_task_class
 
@@ -196,8 +201,14 @@ def _cmd_download(argv: list[str]) -> int:
     while refs:  # the package, then the packages it builds on (its manifest's "requires")
         package_task, _, model = refs.pop(0).rpartition("/")
         package = resolve(package_task, model, home=args.home, offline=args.offline, progress=True)
-        print(f"{package_task}/{model} {package.manifest.version}: {package.directory} ({package.source})")
+        source = package.source
+        package = copy_to_cache(package, args.home)   # bundled ones too: the cache alone must be enough
+        print(f"{package_task}/{model} {package.manifest.version}: {package.directory} ({source})")
         refs += [ref for ref in package.manifest.get("requires", {}).values() if not ref.startswith(".")]
+    # Building the pipeline once exports the static graph into the cache, next to the package.
+    flow = Taskflow(args.task, model=args.model, mode=args.mode, home=args.home, offline=args.offline)
+    flow.task.predictor
+    print(f"static graph: {flow.task.network_model.export_dir()}")
     return 0
 
 

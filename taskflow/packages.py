@@ -386,6 +386,28 @@ def resolve(
     return ModelPackage(cached, manifest, "download")
 
 
+def copy_to_cache(package: ModelPackage, home: str | os.PathLike | None = None) -> ModelPackage:
+    """A bundled (or ``task_path``) package copied into the cache, verified, so the cache folder
+    alone is enough on another machine (``taskflow download`` on a connected machine, then copy
+    ``$PPNLP_HOME/taskflow`` over).  A package already in the cache is returned as it is."""
+    if package.source in ("cache", "download"):
+        return package
+    manifest = package.manifest
+    cached = cache_dir(manifest.task, manifest.name, manifest.version, home)
+    cached.mkdir(parents=True, exist_ok=True)
+    for name in manifest.files:
+        tmp = _temp_name(cached / name)
+        try:
+            shutil.copyfile(package.directory / name, tmp)
+            os.replace(tmp, cached / name)
+        finally:
+            tmp.unlink(missing_ok=True)
+    atomic_write_text(cached / MANIFEST, json.dumps(manifest.data, ensure_ascii=False, indent=2) + "\n")
+    if not _verified_cache(cached, manifest):
+        raise ChecksumError(f"{cached} does not match the manifest of {manifest.task}/{manifest.name} after copying")
+    return ModelPackage(cached, manifest, "cache")
+
+
 # ------------------------------------------------------------------ downloads
 
 _RETRY_STATUS = {408, 425, 429, 500, 502, 503, 504}

@@ -81,3 +81,21 @@ def test_texts_and_input_are_exclusive(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["sentiment_analysis", "这家酒店很干净", "--input", str(path)])
     assert "either texts or --input" in capsys.readouterr().err
+
+
+def test_download_puts_a_bundled_package_and_its_export_in_the_cache(tmp_path, monkeypatch, capsys):
+    """`taskflow download` on a connected machine, copy $PPNLP_HOME over: the cache alone is enough."""
+    from taskflow import Taskflow, packages
+
+    assert main(["download", "sentiment_analysis", "--home", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    cached = tmp_path / "taskflow" / "sentiment_analysis" / "char_cnn" / "1.0.0"
+    assert f"{cached} (bundled)" in out and "static graph:" in out
+    assert (cached / ".verified").is_file() and list(cached.glob("static/*-*/inference.*"))
+    empty = tmp_path / "no_bundle"
+    empty.mkdir()
+    (empty / "sentiment_analysis" / "char_cnn").mkdir(parents=True)
+    (empty / "sentiment_analysis" / "char_cnn" / "manifest.json").write_bytes((cached / "manifest.json").read_bytes())
+    monkeypatch.setattr(packages, "_bundled_root", lambda: empty)   # only the manifest ships: files from the cache
+    flow = Taskflow("sentiment_analysis", home=tmp_path, offline=True)
+    assert flow.model.source == "cache" and flow(["很好"])[0]["label"] in ("positive", "negative")
