@@ -53,3 +53,25 @@ def test_map_batches_api_passes_other_columns_through(local_ray, tiny_sentiment)
     assert [r["id"] for r in rows] == list(range(40))
     assert [r["label"] for r in rows] == [e["label"] for e in expected]
     assert [r["review"] for r in rows] == TEXTS[:40]
+
+
+@pytest.mark.slow
+def test_the_models_batch_size_and_rays_are_separate(local_ray, tiny_sentiment, tmp_path, monkeypatch):
+    import taskflow.ray
+
+    seen = {}
+    real = taskflow.ray.map_batches
+
+    def recording(dataset, task, **kwargs):
+        seen.update(kwargs)
+        return real(dataset, task, **kwargs)
+
+    monkeypatch.setattr(taskflow.ray, "map_batches", recording)
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(TEXTS[:20]) + "\n", encoding="utf-8")
+    assert main(["sentiment_analysis", "--input", str(source), "--output", str(tmp_path / "out"), "--backend", "ray",
+                 "--batch-size", "7", "--ray-batch-size", "5", "--task-path", str(tiny_sentiment)]) == 0
+    assert seen["batch_size"] == 7 and seen["ray_batch_size"] == 5
+    actor = taskflow.ray.TaskflowPredictor("sentiment_analysis", batch_size=seen["batch_size"],
+                                           task_path=str(tiny_sentiment))
+    assert actor.flow.task.batch_size == 7                       # what each actor's model runs with
