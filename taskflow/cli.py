@@ -31,7 +31,8 @@ def main(argv: list[str] | None = None) -> int:
         if argv[0] in COMMANDS:
             return globals()[f"_cmd_{argv[0]}"](argv[1:])
         return _cmd_run(argv)
-    except TaskflowError as exc:
+    except (TaskflowError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
+        # Ours, or a file named on the command line (a user dictionary, a term tree) that is not there.
         print(f"taskflow: error: {exc}", file=sys.stderr)
         return 2
 
@@ -73,6 +74,7 @@ def _cmd_run(argv: list[str]) -> int:
     parser.add_argument("--task-path", help="directory of your own trained package")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     _common_options(parser)
+    task_flags = _add_task_options(parser, argv)
     args = parser.parse_intermixed_args(argv)   # options may come before or after the texts
     if bool(args.texts) == bool(args.input):
         parser.error("give either texts or --input FILE")
@@ -80,6 +82,8 @@ def _cmd_run(argv: list[str]) -> int:
     fields = args.field.split(",") if args.field else None
     options = dict(model=args.model, mode=args.mode, device=args.device, batch_size=args.batch_size, num_threads=args.threads,
                    task_path=args.task_path, home=args.home, offline=args.offline)
+    # A task option given on the command line goes to the task; one left out keeps the task's default.
+    options.update({name: getattr(args, name) for name in task_flags if getattr(args, name) is not None})
 
     if args.backend == "ray":
         if not (args.input and args.output):
@@ -134,6 +138,73 @@ def _cmd_run(argv: list[str]) -> int:
         print(f"taskflow: warning: {fault}", file=sys.stderr)
     # The output is complete, but a worker process died, hung or had to be killed: say so in the exit status.
     return 3 if summary.worker_faults else 0
+
+
+def _add_task_options(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """A flag for every option of the task named in ``argv`` (and of its modes' classes), made from
+    the task's own ``__init__`` signature and docstring: one source of truth, so a new task option
+    needs no CLI code.  Returns the option names."""
+    import inspect
+
+    from .errors import TaskflowError
+    from .registry import get_task_class
+
+    task = next((a for a in argv if not a.startswith("-")), None)
+    try:
+        registered = get_task_class(task) if task else None
+    except TaskflowError:
+        return []   # the run itself reports the unknown task
+    if registered is None:
+        return []
+    classes = [registered] + [registered.class_for(ref.rpartition("/")[0] or registered.name)
+                              for ref in registered.modes.values()]
+    group = parser.add_argument_group(f"{registered.name} options")
+    added: list[str] = []
+    for cls in dict.fromkeys(classes):
+        helps = _option_help(inspect.getdoc(cls) or "")
+        annotations = {}
+        for klass in cls.__mro__:
+            if "__init__" in vars(klass):
+                for param in inspect.signature(klass.__init__).parameters.values():
+                    annotations.setdefault(param.name, str(param.annotation))
+        for name, default in cls.option_defaults().items():
+            if name in added or f"--{name.replace('_', '-')}" in parser._option_string_actions:
+                continue
+            added.append(name)
+            flag, kind = f"--{name.replace('_', '-')}", annotations.get(name, "")
+            text = (helps.get(name, "see `taskflow TASK` in the task's README").replace("``", "")
+                    + (f" (default: {default!r})" if default is not None else ""))
+            if isinstance(default, bool) or "bool" in kind:
+                group.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=text)
+            elif isinstance(default, int) or kind.startswith("int"):
+                group.add_argument(flag, dest=name, type=int, default=None, help=text)
+            elif isinstance(default, float) or kind.startswith("float"):
+                group.add_argument(flag, dest=name, type=float, default=None, help=text)
+            elif "Iterable" in kind or "list" in kind or "Sequence" in kind:
+                group.add_argument(flag, dest=name, type=lambda v: [x.strip() for x in v.split(",") if x.strip()],
+                                   default=None, help=text + " (comma-separated)")
+            else:   # a path or a name: user_dict, term_tree, user_dict_format...
+                group.add_argument(flag, dest=name, default=None, help=text)
+    return added
+
+
+def _option_help(doc: str) -> dict[str, str]:
+    """``{option: its text}`` from an ``Options:`` section of a task's docstring."""
+    helps, current = {}, None
+    lines = doc.split("Options", 1)[1].splitlines()[1:] if "Options" in doc else []
+    for line in lines:
+        stripped = line.strip()
+        if not stripped:
+            if helps:
+                break
+            continue
+        name, colon, text = stripped.partition(":")
+        if colon and name.isidentifier() and line.startswith("    ") and not line.startswith("        "):
+            current = name
+            helps[name] = text.strip()
+        elif current:
+            helps[current] += " " + stripped
+    return helps
 
 
 def _refuse_unused_job_options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:

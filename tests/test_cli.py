@@ -99,3 +99,32 @@ def test_download_puts_a_bundled_package_and_its_export_in_the_cache(tmp_path, m
     monkeypatch.setattr(packages, "_bundled_root", lambda: empty)   # only the manifest ships: files from the cache
     flow = Taskflow("sentiment_analysis", home=tmp_path, offline=True)
     assert flow.model.source == "cache" and flow(["很好"])[0]["label"] in ("positive", "negative")
+
+
+def test_every_task_option_is_a_flag(tiny_models, capsys):
+    """Flags come from the tasks' own options: each reaches the task, typed."""
+    senta = ["--task-path", str(tiny_models["sentiment_analysis"])]
+    assert main(["sentiment_analysis", "很好", "--return-all-scores", *senta]) == 0
+    assert set(json.loads(capsys.readouterr().out)["scores"]) == {"negative", "positive"}
+    pairs = ["--task-path", str(tiny_models["text_similarity"])]
+    assert main(["text_similarity", "怎么修改微信密码", "微信密码怎么改", "--threshold", "0", *pairs]) == 0
+    assert json.loads(capsys.readouterr().out)["label"] == 1
+    lexical = ["--task-path", str(tiny_models["ner"])]
+    assert main(["ner", "我在北京大学", "--entity-labels", "ORG,LOC", "--user-dict", "-", *lexical]) == 2
+    assert "user_dict" in capsys.readouterr().err            # a missing file is one clear line
+    assert main(["ner", "春天我在北京大学", "--entity-labels", "SEASON", "--entity-only", *lexical,
+                 "--user-dict-format", "lac"]) == 2                # SEASON is no tag without a user dictionary
+    assert "SEASON" in capsys.readouterr().err
+    qa = ["--task-path", str(tiny_models["reading_comprehension"])]
+    assert main(["reading_comprehension", "杭州市是浙江省的省会", "省会是哪里", "--top-k", "2", *qa]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 2
+    with pytest.raises(SystemExit):
+        main(["sentiment_analysis", "很好", "--threshold", "0.5", *senta])   # not a sentiment option
+    assert "unrecognized arguments: --threshold" in capsys.readouterr().err
+
+
+def test_task_options_are_listed_in_help(capsys):
+    with pytest.raises(SystemExit):
+        main(["ner", "--help"])
+    out = capsys.readouterr().out
+    assert "--entity-labels" in out and "--entity-only, --no-entity-only" in out and "--term-tree" in out
