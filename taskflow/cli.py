@@ -94,39 +94,51 @@ def _cmd_run(argv: list[str]) -> int:
                    concurrency=args.workers, ray_batch_size=args.ray_batch_size, **options)
         return 0
 
-    from .pipeline import Taskflow
-
     if args.input:
         from .readers import check_path
 
         check_path(args.input)  # before a model is loaded
+    if args.input and args.output:
+        from .jobs import sigterm_stops_the_job
+
+        # From before Paddle is imported: SIGTERM stops the job with a message, never in Paddle's handler.
+        with sigterm_stops_the_job(own_process=True):
+            from .pipeline import Taskflow
+
+            return _run_job(Taskflow(args.task, **options), args, fields)
+    from .pipeline import Taskflow
+
     flow = Taskflow(args.task, **options)
     if args.texts:
         _write_jsonl(flow(_group_texts(args.texts, flow.task.input_fields, parser)), args.output)
         return 0
-    read_options = dict(encoding=args.encoding, max_record_bytes=args.max_record_bytes,
-                        carry=args.id_field.split(",") if args.id_field else None)
-    if args.output is None:
-        # Stream to stdout: nothing to rename or resume, so a bad record stops it (see _refuse_unused_job_options).
-        from .jobs import iter_chunks, process_chunk
-        from .readers import InputFile, output_record
+    # Stream to stdout: nothing to rename or resume, so a bad record stops it (see _refuse_unused_job_options).
+    from .jobs import iter_chunks, process_chunk
+    from .readers import InputFile, output_record
 
-        with InputFile(args.input, fields or flow.task.input_fields, **read_options) as source:
-            for chunk in iter_chunks(source, 1024):
-                for record, result, error in process_chunk(flow.task, chunk, args.input):
-                    if error is not None:
-                        raise InvalidInputError(error)
-                    sys.stdout.write(json.dumps(output_record(record, result), ensure_ascii=False) + "\n")
-        return 0
+    with InputFile(args.input, fields or flow.task.input_fields, encoding=args.encoding,
+                   carry=args.id_field.split(",") if args.id_field else None,
+                   max_record_bytes=args.max_record_bytes) as source:
+        for chunk in iter_chunks(source, 1024):
+            for record, result, error in process_chunk(flow.task, chunk, args.input):
+                if error is not None:
+                    raise InvalidInputError(error)
+                sys.stdout.write(json.dumps(output_record(record, result), ensure_ascii=False) + "\n")
+    return 0
+
+
+def _run_job(flow, args: argparse.Namespace, fields) -> int:
+    """``--input FILE --output FILE``: a checkpointed job (taskflow.jobs.run_file)."""
     from .jobs import run_file
 
     try:
         summary = run_file(
             flow.task, args.input, args.output, fields=fields, workers=args.workers, worker_config=flow._config,
             resume=args.resume, on_error=args.on_error, errors_path=args.errors,
-            progress=False if args.quiet else None, encoding=read_options["encoding"],
-            id_fields=read_options["carry"], max_record_bytes=args.max_record_bytes, chunk_timeout=args.worker_timeout,
-            startup_timeout=max(60.0, args.worker_timeout), shutdown_timeout=min(10.0, args.worker_timeout),
+            progress=False if args.quiet else None, encoding=args.encoding,
+            id_fields=args.id_field.split(",") if args.id_field else None, max_record_bytes=args.max_record_bytes,
+            chunk_timeout=args.worker_timeout, startup_timeout=max(60.0, args.worker_timeout),
+            shutdown_timeout=min(10.0, args.worker_timeout),
         )
     except KeyboardInterrupt:
         print("taskflow: interrupted; what was done is saved: rerun with --resume to continue", file=sys.stderr)

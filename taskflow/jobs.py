@@ -112,15 +112,17 @@ def _default_sigterm() -> None:
 def _worker_main(config: dict, tasks, results, stop) -> None:
     """A worker process: build the pipeline, then answer chunks until a ``None`` sentinel."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group; the parent decides
-    try:
-        from .pipeline import Taskflow
+    with _sigterm_held():  # a SIGTERM while Paddle loads would hang in its handler; it ends the worker after
+        try:
+            from .pipeline import Taskflow
 
-        task = Taskflow(**config).task
-    except BaseException:
-        with contextlib.suppress(OSError):
-            results.send(("failed", traceback.format_exc(limit=-4)))
-        return
-    _default_sigterm()
+            task = Taskflow(**config).task
+            _without_paddle_signal_handlers()
+        except BaseException:
+            with contextlib.suppress(OSError):
+                results.send(("failed", traceback.format_exc(limit=-4)))
+            return
+        _default_sigterm()
     results.send(("ready", os.getpid()))
     while True:
         try:
@@ -457,26 +459,78 @@ class _WorkerPool:
         self.workers = []
 
 
+def _stop_on_sigterm(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the cleanup that follows is short and must finish
+    raise JobError("stopped by SIGTERM; what was done is saved: rerun with --resume (resume=True) to continue")
+
+
 @contextlib.contextmanager
-def _sigterm_stops_the_job():
+def sigterm_stops_the_job(own_process: bool = False):
     """While a job runs in the main thread, SIGTERM raises :class:`JobError` there, so the job
-    stops like on Ctrl-C (workers shut down, state kept) instead of meeting Paddle's C++ handler.
-    A handler the caller installed is left alone."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) not in (
-        signal.SIG_DFL, None
-    ):
+    stops like on Ctrl-C (workers shut down, state kept) instead of meeting Paddle's C++ handler,
+    which prints a "FatalError" dump and can deadlock.  A handler the caller installed is left alone.
+
+    Paddle installs its handler when it is imported, behind Python's back; so Paddle is imported
+    first, and ours re-asserted when this is entered again (the CLI enters it before it builds the
+    pipeline, the job once more).  ``own_process=True`` (the CLI, whose process this is) also removes
+    Paddle's other crash handlers.  A SIGTERM during Paddle's import itself still meets Paddle's
+    handler: it arrives on a thread Python cannot mask (e.g. a BLAS thread started with numpy)."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
+    with _sigterm_held() as release:
+        if own_process:
+            _without_paddle_signal_handlers()
+        else:
+            _import_paddle()
+        current = signal.getsignal(signal.SIGTERM)
+        ours = current in (signal.SIG_DFL, None, _stop_on_sigterm)
+        if ours:
+            signal.signal(signal.SIGTERM, _stop_on_sigterm)
+        try:
+            release()  # a SIGTERM that came meanwhile is raised here, by our handler
+            yield
+        finally:
+            if ours:
+                signal.signal(signal.SIGTERM, current if current is not None else signal.SIG_DFL)
 
-    def stop(signum, frame):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the cleanup that follows is short and must finish
-        raise JobError("stopped by SIGTERM; what was done is saved: rerun with --resume (resume=True) to continue")
 
-    previous = signal.signal(signal.SIGTERM, stop)
+def _import_paddle():
+    """Paddle, imported the way taskflow.predictor does (quietly), or None where it is not installed."""
+    from .errors import PaddleNotInstalledError
+    from .predictor import import_paddle
+
     try:
-        yield
+        return import_paddle()
+    except (ImportError, PaddleNotInstalledError):
+        return None
+
+
+def _without_paddle_signal_handlers() -> None:
+    """Import Paddle (if installed) and remove the C++ signal handlers it installs, behind Python's back,
+    on import: on SIGTERM they print a "FatalError" dump and can hang the process for good."""
+    paddle = _import_paddle()
+    disable = getattr(paddle, "disable_signal_handler", None)
+    if disable is not None:
+        disable()
+
+
+@contextlib.contextmanager
+def _sigterm_held():
+    """Keep SIGTERM pending (blocked) until ``release()`` or the end: a SIGTERM that arrives while
+    Paddle is imported would otherwise meet Paddle's handler, which hangs the process for good."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield lambda: None
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+
+    def release():
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+    try:
+        yield release
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        release()
 
 
 # ------------------------------------------------------------------ the job
@@ -685,18 +739,19 @@ def run_file(
                 return summary
         identity = {"format": CHECKPOINT_FORMAT, "input": str(input_path.resolve()), "fields": list(fields),
                     "encoding": source.encoding, "id_fields": None if id_fields is None else list(id_fields)}
-        files = _Checkpointed(output_path, errors_path, identity, resume)
-        try:
-            with _sigterm_stops_the_job():
+        # From the first checkpoint on, SIGTERM stops the job cleanly (a stop inside finish() is finished by resume).
+        with sigterm_stops_the_job():
+            files = _Checkpointed(output_path, errors_path, identity, resume)
+            try:
                 _run(task, source, files, summary, chunk_size=chunk_size, workers=workers, on_error=on_error,
                      progress=progress, pool_options=dict(
                          config=worker_config, workers=workers, source=str(input_path), chunk_timeout=chunk_timeout,
                          startup_timeout=startup_timeout, shutdown_timeout=shutdown_timeout, call_site=call_site))
-            if files.finish():
-                summary.errors_file = str(errors_path)
-                summary.messages.append(f"{summary.skipped} bad record(s) skipped; see {errors_path}")
-        finally:
-            files.close()
+                if files.finish():
+                    summary.errors_file = str(errors_path)
+                    summary.messages.append(f"{summary.skipped} bad record(s) skipped; see {errors_path}")
+            finally:
+                files.close()
     finally:
         source.close()
     for message in summary.messages:
