@@ -152,7 +152,11 @@ def test_download_file_writes_verified_bytes_and_shows_progress(server, tmp_path
     data = payload(10_000)
     url = server.put("pkg/weights.bin", data)
     dest = tmp_path / "dl" / "weights.bin"
-    monkeypatch.setenv("TQDM_MININTERVAL", "0")   # every update redraws, so the bar is drawn at 100%: no timing
+    # Every update redraws (no 0.1 s refresh interval to outlast), so the bar is drawn at 100%: no timing.
+    import taskflow.display
+    from tqdm import tqdm
+
+    monkeypatch.setattr(taskflow.display, "progress_bar", lambda **options: tqdm(mininterval=0, **options))
 
     assert download_file(url, dest, sha256=sha256(data), size=len(data), progress=True, backoff=0) == dest
 
