@@ -331,7 +331,9 @@ class InputFile:
                 f"{where}: no {noun} {', '.join(map(repr, missing))} (has {', '.join(map(repr, row)) or 'none'}); "
                 "choose with --field", carried
             )
-        item = row[self.fields[0]] if len(self.fields) == 1 else {f: row[f] for f in self.fields}
+        # Several fields fill the task's slots in the order given (--field text_a,text_b is a pair's
+        # text1, text2), whatever the file calls them.
+        item = row[self.fields[0]] if len(self.fields) == 1 else [row[f] for f in self.fields]
         return item, carried
 
     # ------------------------------------------------------------ housekeeping

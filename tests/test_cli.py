@@ -128,3 +128,14 @@ def test_task_options_are_listed_in_help(capsys):
         main(["ner", "--help"])
     out = capsys.readouterr().out
     assert "--entity-labels" in out and "--entity-only, --no-entity-only" in out and "--term-tree" in out
+
+
+def test_pair_fields_fill_the_pairs_slots_in_order(tiny_models, tmp_path, capsys):
+    # LCQMC's own layout: text_a, text_b, label.
+    path = tmp_path / "lcqmc.tsv"
+    path.write_text("text_a\ttext_b\tlabel\n怎么修改微信密码\t微信密码怎么改\t1\n明天天气\t信用卡\t0\n", encoding="utf-8")
+    pairs = ["--task-path", str(tiny_models["text_similarity"])]
+    assert main(["text_similarity", "--input", str(path), "--field", "text_a,text_b", *pairs]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["line"], r["text1"], r["text2"]) for r in rows] == [(2, "怎么修改微信密码", "微信密码怎么改"), (3, "明天天气", "信用卡")]
+    assert [r["input_label"] for r in rows] == ["1", "0"]         # the file's own label, kept apart from ours
