@@ -30,6 +30,7 @@ __all__ = [
     "JobError",
     "WorkerError",
     "OutputWriteError",
+    "TrainingDataError",
 ]
 
 
@@ -165,3 +166,16 @@ class OutputWriteError(TaskflowError, OSError):
 
     What was written before is kept: free space (or fix the permissions) and resume.
     """
+
+
+class TrainingDataError(TaskflowError, ValueError):
+    """A file given to ``taskflow train TASK --train/--dev`` cannot be trained on: a missing field,
+    a bad tag sequence, a label in dev that train never has, an empty file, a single label...
+
+    ``source`` names the file and ``line`` the 1-based line number, when the error is about one line.
+    """
+
+    def __init__(self, message: str, source: str | None = None, line: int | None = None):
+        super().__init__(message)
+        self.source = source
+        self.line = line

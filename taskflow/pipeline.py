@@ -7,7 +7,7 @@ import os
 from typing import Any, Iterable, Iterator, Sequence
 
 from .display import Results
-from .errors import OptionError, UnknownModelError
+from .errors import ModelNotFoundError, OptionError, UnknownModelError
 from .model import Model
 from .predictor import PredictorOptions
 from .registry import get_task_class, task_names
@@ -70,6 +70,11 @@ class Taskflow:
         }
         registered = get_task_class(task)
         package_task, model_name = self.locate(registered, model, mode)
+        if not model_name and task_path is None:
+            raise ModelNotFoundError(
+                f"task {registered.name!r} has no bundled model: it runs a model you train on your own labelled "
+                f"data. Train one with `taskflow train {registered.name} --train train.csv --dev dev.csv "
+                f"--text-field text --label-field label --out my_model/`, then pass task_path='my_model/'")
         cls = registered.class_for(package_task)
         _check_option_names(cls, task_options)
         options = PredictorOptions(

@@ -15,6 +15,18 @@
   2-core machines, so the steps a budget allows are measured, not guessed,
   and refitted as the speed changes; the decay then ends when the budget does.
   :meth:`BudgetSchedule.fit` is the training loop of the recipes that use it.
+
+Training on a user's own files (``taskflow train TASK --train FILE [--dev FILE]``):
+
+* :func:`add_own_data_options`: ``--train``, ``--dev``, ``--text-field``, ``--label-field``,
+  ``--encoding``, ``--dev-share``, ``--minutes``, ``--quiet``; :func:`own_data_defaults` gives
+  small-data defaults to a recipe's own options when ``--train`` is on the command line.
+* :func:`read_labelled`: ``(texts, label, line)`` examples from a CSV/TSV/JSONL file, read by
+  :class:`taskflow.readers.InputFile`; a bad line is a :class:`~taskflow.errors.TrainingDataError`
+  naming the file and line and saying how to fix it.
+* :func:`split_off_dev`, :func:`check_label_sets`, :func:`sorted_labels`.
+* :func:`classification_report` / :func:`print_report`: the dev report a package's manifest keeps.
+* :func:`progress`: a tqdm bar with an ETA (off with ``--quiet``; off when stderr is not a terminal).
 """
 
 from __future__ import annotations
@@ -30,20 +42,24 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 __all__ = ["recipe_parser", "PackageDraft", "update_manifest", "framework_versions", "snapshot", "restore",
-           "jieba_cut", "log", "portable_path", "seed_all", "fast_cpu_math", "BudgetSchedule"]
+           "jieba_cut", "log", "portable_path", "seed_all", "fast_cpu_math", "BudgetSchedule",
+           "add_own_data_options", "own_data_defaults", "read_labelled", "LabelledExample", "split_off_dev",
+           "check_label_sets", "sorted_labels", "classification_report", "print_report", "progress"]
 
 
-def recipe_parser(task: str, doc: str | None, *, data: str, name: str | None, seed: int = 1,
+def recipe_parser(task: str, doc: str | None, *, data: str | None, name: str | None, seed: int = 1,
                   data_required: bool = False, out: str | None = None) -> argparse.ArgumentParser:
     """The command line of ``taskflow train <task>``, with the options every recipe has.
 
-    ``--data-dir`` (``data`` says what it holds), ``--out`` (required unless ``out`` is a
-    default), ``--name`` (``None``: the ``--out`` folder's name), ``--version`` and ``--seed``;
-    the recipe adds its own.  ``doc`` (the recipe's docstring) is the help text as written.
+    ``--data-dir`` (``data`` says what it holds; ``None``: a recipe that trains only on the
+    user's own files has none), ``--out`` (required unless ``out`` is a default), ``--name``
+    (``None``: the ``--out`` folder's name), ``--version`` and ``--seed``; the recipe adds its
+    own.  ``doc`` (the recipe's docstring) is the help text as written.
     """
     parser = argparse.ArgumentParser(prog=f"taskflow train {task}", description=doc,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", required=data_required, help=data)
+    if data is not None:
+        parser.add_argument("--data-dir", required=data_required, help=data)
     parser.add_argument("--out", required=out is None, default=out, help="where to write the model package")
     parser.add_argument("--name", default=name, help="model name in the manifest (default: %(default)s)"
                         if name else "model name in the manifest (default: the --out folder's name)")
@@ -255,10 +271,13 @@ class BudgetSchedule:
             self.evals_done += 1
 
     def fit(self, optimizer, epoch: Callable[[], Iterable], loss_of: Callable[[Any], Any],
-            evaluate: Callable[[int], None], *, log_every: int = 100) -> int:
+            evaluate: Callable[[int], None], *, log_every: int = 100, bar=None) -> int:
         """Train until the run ends: ``epoch()`` gives one pass's batches (drawn afresh each
         pass), ``loss_of(batch)`` a batch's loss; ``evaluate(step)`` runs where the schedule
-        puts evaluations, timed.  Returns the steps taken (also :attr:`steps`)."""
+        puts evaluations, timed.  Returns the steps taken (also :attr:`steps`).
+
+        With ``bar`` (see :func:`progress`) the run shows a progress bar instead of log lines,
+        its length refitted with the run's."""
         step = 0
         while not self.finished(step):      # the training set is never empty, so each pass takes steps
             for batch in epoch():
@@ -269,17 +288,25 @@ class BudgetSchedule:
                 optimizer.clear_grad()
                 step += 1
                 refit = self.after_step(step)
-                if refit:
-                    log(refit)
-                if step % log_every == 0:
-                    log(f"step {step}/{self.total} loss {float(loss):.4f} lr {self.lr_at(step):.2e}")
+                if bar is not None:
+                    if bar.total != self.total:
+                        bar.total = self.total
+                        bar.refresh()
+                    bar.update(1)
+                    bar.set_postfix(loss=f"{float(loss):.3f}", refresh=False)
+                else:
+                    if refit:
+                        log(refit)
+                    if step % log_every == 0:
+                        log(f"step {step}/{self.total} loss {float(loss):.4f} lr {self.lr_at(step):.2e}")
                 if self.evaluate_now(step):
                     with self.evaluating():
                         evaluate(step)
                 if self.finished(step):
                     break
         self.steps, self.train_minutes = step, (time.time() - self.start) / 60
-        log(f"trained {step} steps in {self.train_minutes:.1f} min")
+        if bar is None:
+            log(f"trained {step} steps in {self.train_minutes:.1f} min")
         return step
 
     def summary(self, best_step: int, history: list, *, optimizer: str, batch_size: int, grad_clip: float,
@@ -289,3 +316,188 @@ class BudgetSchedule:
                               "batch_size": batch_size, "grad_clip": grad_clip, "seed": seed},
                 "steps": self.steps, "best_step": best_step, "epochs": round(self.steps / self.steps_per_epoch, 2),
                 "train_minutes": round(self.train_minutes, 1), "history": history}
+
+
+
+# ------------------------------------------------------------ the user's own files
+
+def add_own_data_options(parser: argparse.ArgumentParser, *, text_field: str, label_field: str | None = "label",
+                         formats: str = "a .csv, .tsv or .jsonl file") -> argparse._ArgumentGroup:
+    """The options of ``taskflow train TASK --train FILE``, in a group of their own."""
+    group = parser.add_argument_group(
+        "training on your own data", "Give --train (and --dev) instead of --data-dir; the vocabulary comes from "
+        "the --train file, the epoch is picked on --dev, and the dev report is printed and kept in the manifest.")
+    group.add_argument("--train", help=f"your training examples: {formats}")
+    group.add_argument("--dev", help="examples to pick the epoch on and report (same format; default: --dev-share "
+                                     "of --train, held out)")
+    group.add_argument("--dev-share", type=float, default=0.1,
+                       help="share of --train held out as dev when no --dev is given (default: %(default)s)")
+    group.add_argument("--text-field", default=text_field,
+                       help="key/column of the text (comma-separated for several; default: %(default)s)")
+    if label_field is not None:
+        group.add_argument("--label-field", default=label_field, help="key/column of the label (default: %(default)s)")
+    group.add_argument("--encoding", default="utf-8", help="the files' text encoding (default utf-8), e.g. gbk")
+    group.add_argument("--minutes", type=float, help="time budget for training: stop (keeping the best epoch so far) "
+                                                     "when it is spent")
+    group.add_argument("--quiet", action="store_true", help="no progress bar, no report on stdout")
+    return group
+
+
+def own_data_defaults(parser: argparse.ArgumentParser, argv: list[str], defaults: Mapping[str, Any]) -> None:
+    """Small-data defaults for a recipe's own options (smaller network, more epochs...), in force
+    when ``--train`` is on the command line; options the user gives still win."""
+    if any(arg == "--train" or arg.startswith("--train=") for arg in argv):
+        parser.set_defaults(**defaults)
+
+
+class LabelledExample(tuple):
+    """``(texts, label, line)``: one example of a user's file (``texts`` a str, or a tuple for pairs)."""
+
+    def __new__(cls, texts, label: str, line: int):
+        return super().__new__(cls, (texts, label, line))
+
+    texts = property(lambda self: self[0])
+    label = property(lambda self: self[1])
+    line = property(lambda self: self[2])
+
+
+_FIX = {"csv": "fix or delete that line (a text with a comma must be quoted: \"a, b\")",
+        "tsv": "fix or delete that line (a text may not hold a tab)",
+        "jsonl": "fix or delete that line (one JSON object a line)",
+        "txt": "save the examples as .csv, .tsv or .jsonl with a text and a label field"}
+
+
+def read_labelled(path: str | os.PathLike, text_fields: Iterable[str], label_field: str, *,
+                  encoding: str = "utf-8") -> list[LabelledExample]:
+    """Every example of ``path``, in order; any line that is not one is a :class:`TrainingDataError`
+    naming the file and line (training on a file with silently skipped lines would hide the problem)."""
+    from .errors import InvalidInputError, TrainingDataError
+    from .readers import InputFile
+
+    text_fields = tuple(text_fields)
+    source = str(path)
+    if Path(path).suffix.lower() == ".txt":
+        raise TrainingDataError(f"{source}: a .txt file has no label field; {_FIX['txt']}", source)
+    try:
+        reader = InputFile(path, [*text_fields, label_field], encoding=encoding, carry=[])
+    except InvalidInputError as exc:
+        raise TrainingDataError(_training_flags(str(exc)), source) from None
+    examples = []
+    with reader:
+        for record in reader:
+            if record.error is not None:
+                raise TrainingDataError(f"{_training_flags(record.error)}; {_FIX[reader.format]}", source, record.line)
+            if not isinstance(record.item, list):     # a JSON line that is a bare value, not an object
+                raise TrainingDataError(
+                    f"{source}:{record.line}: a JSON {type(record.item).__name__}, not an object with the keys "
+                    f"{', '.join(map(repr, [*text_fields, label_field]))}; {_FIX['jsonl']}", source, record.line)
+            *texts, label = record.item
+            where = f"{source}:{record.line}"
+            for field, text in zip(text_fields, texts):
+                if not isinstance(text, str) or not text.strip():
+                    raise TrainingDataError(
+                        f"{where}: {field!r} is {'empty' if isinstance(text, str) else type(text).__name__} "
+                        f"({text!r}); every example needs a text: fill it in or delete the line", source, record.line)
+            if isinstance(label, bool) or not isinstance(label, (str, int)) or not str(label).strip():
+                raise TrainingDataError(
+                    f"{where}: label {label_field!r} is {label!r}; a label is a non-empty string or an integer: "
+                    "fill it in or delete the line", source, record.line)
+            examples.append(LabelledExample(texts[0] if len(texts) == 1 else tuple(texts), str(label).strip(),
+                                            record.line))
+    if not examples:
+        raise TrainingDataError(f"{source} holds no examples (it is empty, or has only its header row)", source)
+    return examples
+
+
+def _training_flags(message: str) -> str:
+    # InputFile's messages name the batch job's flag; training names its fields with these.
+    return message.replace("choose with --field", "choose with --text-field / --label-field")
+
+
+def split_off_dev(examples: list, share: float, rng: random.Random, label_of: Callable[[Any], Any]) -> tuple[list, list]:
+    """``(train, dev)``: about ``share`` of the examples held out, from every label that has more
+    than one example (so dev never holds a label train lacks), at least one in all."""
+    if not 0 < share < 1:
+        from .errors import OptionError
+
+        raise OptionError(f"--dev-share must be between 0 and 1 (exclusive), got {share}", "dev_share")
+    by_label: dict[Any, list[int]] = {}
+    for index, example in enumerate(examples):
+        by_label.setdefault(label_of(example), []).append(index)
+    held: set[int] = set()
+    for indices in by_label.values():
+        if len(indices) > 1:
+            picked = list(indices)
+            rng.shuffle(picked)
+            held.update(picked[:min(len(indices) - 1, max(1, round(len(indices) * share)))])
+    if not held:
+        from .errors import TrainingDataError
+
+        raise TrainingDataError("too few examples to hold any out as dev: give a --dev file")
+    return [e for i, e in enumerate(examples) if i not in held], [e for i, e in enumerate(examples) if i in held]
+
+
+def sorted_labels(labels: Iterable[str]) -> list[str]:
+    """The label set in a stable order: numerically when every label is an integer ("1".."5" stars),
+    else alphabetically."""
+    found = set(labels)
+    if all(label.lstrip("-").isdigit() for label in found):
+        return sorted(found, key=int)
+    return sorted(found)
+
+
+def check_label_sets(train: list[LabelledExample], dev: list[LabelledExample], train_file: str,
+                     dev_file: str | None) -> None:
+    """A classifier needs two labels or more in train, and dev may hold only labels train has."""
+    from .errors import TrainingDataError
+
+    train_labels = {e.label for e in train}
+    if len(train_labels) < 2:
+        raise TrainingDataError(
+            f"{train_file}: every example has the label {next(iter(train_labels))!r}; a classifier needs "
+            "examples of two labels or more (is --label-field the right column?)", train_file)
+    for example in dev:
+        if example.label not in train_labels:
+            where = f"{dev_file}:{example.line}" if dev_file else f"held-out example (line {example.line})"
+            raise TrainingDataError(
+                f"{where}: label {example.label!r} never occurs in {train_file} (its labels: "
+                f"{', '.join(map(repr, sorted_labels(train_labels)))}); the model can only learn labels it is "
+                f"trained on: add examples of {example.label!r} to the training file, or fix the label",
+                dev_file, example.line)
+
+
+def classification_report(gold: list[str], predicted: list[str], labels: list[str],
+                          train_counts: Mapping[str, int]) -> dict:
+    """Dev accuracy, and per label: its train and dev examples, precision and recall on dev."""
+    correct = sum(g == p for g, p in zip(gold, predicted))
+    per_label = {}
+    for label in labels:
+        hits = sum(g == p == label for g, p in zip(gold, predicted))
+        in_dev, as_predicted = gold.count(label), predicted.count(label)
+        per_label[label] = {"train": int(train_counts.get(label, 0)), "dev": in_dev, "predicted": as_predicted,
+                            "precision": round(hits / as_predicted, 4) if as_predicted else 0.0,
+                            "recall": round(hits / in_dev, 4) if in_dev else 0.0}
+    return {"examples": len(gold), "accuracy": round(correct / len(gold), 4) if gold else 0.0,
+            "per_label": per_label}
+
+
+def print_report(report: Mapping[str, Any], *, title: str, headline: str, quiet: bool = False) -> None:
+    """The dev report as a small table on stdout (``headline`` names the overall figure)."""
+    if quiet:
+        return
+    print(f"{title}: {headline}")
+    rows = report["per_label"]
+    columns = [c for c in ("train", "dev", "predicted", "precision", "recall", "f1") if any(c in r for r in rows.values())]
+    width = max([5, *map(len, rows)])
+    print(f"  {'label':<{width}}  " + "  ".join(f"{c:>9}" for c in columns))
+    for label, row in rows.items():
+        print(f"  {label:<{width}}  " + "  ".join(f"{row.get(c, ''):>9}" for c in columns))
+
+
+def progress(total: int | None, description: str, *, quiet: bool):
+    """A training progress bar with an ETA on stderr; none with ``quiet`` or where stderr is no terminal
+    (tqdm's ``disable=None``: a log file gets no bar redrawn at every step)."""
+    from taskflow.display import progress_bar
+
+    return progress_bar(total=total, desc=description, unit="step", disable=True if quiet else None,
+                        dynamic_ncols=True, leave=False)

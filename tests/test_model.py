@@ -130,8 +130,11 @@ def _imported_after(code: str) -> set[str]:
 
 
 def test_one_lookup_imports_only_the_task_asked_for():
+    # sentiment_analysis is text_classification with a bundled model: it imports that task, no other.
     assert _imported_after("from taskflow.registry import get_task_class; get_task_class('sentiment')") == {
-        "taskflow.tasks.sentiment_analysis"}
+        "taskflow.tasks.sentiment_analysis", "taskflow.tasks.text_classification"}
+    assert _imported_after("from taskflow.registry import get_task_class; get_task_class('text_classification')") == {
+        "taskflow.tasks.text_classification"}
     assert _imported_after("from taskflow.registry import get_task_class; get_task_class('cws')") == {
         "taskflow.tasks.lexical_analysis"}
     assert _imported_after("import taskflow") == set()

@@ -18,6 +18,15 @@ Two stages (model.py explains the network):
 
 ``--deep-init DIR`` starts from the deep part of an existing package (its
 weights.npz and vocab.txt) and runs only the wide stage.
+
+Your own labelled reviews instead (the text_classification recipe, with this task's name):
+
+    taskflow train sentiment_analysis --train my.csv --dev my_dev.csv \
+        --text-field review --label-field stars --out my_model/
+
+Labels are the file's own ("1".."5" stars, or names); a file labelled 0/1 (as
+ChnSentiCorp is) gives the labels negative/positive.  See
+``taskflow train text_classification --help`` for the formats and options.
 """
 
 from __future__ import annotations
@@ -25,14 +34,16 @@ from __future__ import annotations
 import csv
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
-from taskflow.training import PackageDraft, framework_versions, log, portable_path, recipe_parser, restore, seed_all, snapshot
+from taskflow.tasks.text_classification.train import (SMALL_DATA, Chars, add_network_options, add_own_data_training,
+                                                      build_vocab, train_own_data)
+from taskflow.training import (PackageDraft, framework_versions, log, own_data_defaults, portable_path, recipe_parser,
+                               restore, seed_all, snapshot)
 
-from . import NORMALIZATION, normalize
+from . import NORMALIZATION
 
 TRAIN_SETS = ("chnsenticorp", "online_shopping_10_cats", "waimai_10k")
 DEV = ("chnsenticorp", "dev.tsv")
@@ -52,80 +63,31 @@ def read_tsv(path: Path) -> tuple[list[str], list[int]]:
 
 
 def parse_args(argv):
-    p = recipe_parser("sentiment_analysis", __doc__, name="char_cnn", data_required=True,
+    p = recipe_parser("sentiment_analysis", __doc__, name="char_cnn",
                       data="folder holding chnsenticorp/, online_shopping_10_cats/, waimai_10k/")
     p.add_argument("--train-sets", default=",".join(TRAIN_SETS))
-    p.add_argument("--max-len", type=int, default=256)
-    p.add_argument("--min-freq", type=int, default=2, help="vocabulary: chars seen at least this often")
-    p.add_argument("--embed-dim", type=int, default=128)
-    p.add_argument("--bigram-buckets", type=int, default=50000)
-    p.add_argument("--ngram-dim", type=int, default=64)
-    p.add_argument("--conv-channels", type=int, default=128)
-    p.add_argument("--max-kernel", type=int, default=5)
-    p.add_argument("--dropout", type=float, default=0.3)
-    p.add_argument("--lr", type=float, default=2e-3)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--epochs", type=int, default=4)
+    add_network_options(p, max_len=256, min_freq=2, embed_dim=128, bigram_buckets=50000, ngram_dim=64,
+                        conv_channels=128, max_kernel=5, dropout=0.3, lr=2e-3, batch_size=64, epochs=4)
     p.add_argument("--chn-weight", type=int, default=2, help="count ChnSentiCorp train this many times per epoch")
     p.add_argument("--wide-buckets", type=int, default=1 << 19)
     p.add_argument("--wide-epochs", type=int, default=3)
     p.add_argument("--wide-lr", type=float, default=0.02)
     p.add_argument("--deep-init", help="package dir whose deep weights and vocab to reuse (skips stage 1)")
-    return p.parse_args(argv)
+    add_own_data_training(p)
+    own_data_defaults(p, argv, SMALL_DATA)
+    args = p.parse_args(argv)
+    if bool(args.data_dir) == bool(args.train):
+        p.error("give --data-dir DIR (the project's data layout) or --train FILE (your own labelled file), one of them")
+    return args
+
+
+def sentiment_labels(found: list[str]) -> list[str]:
+    """A file labelled 0/1 (ChnSentiCorp's convention) trains the labels negative/positive, as shipped."""
+    return ["negative", "positive"] if found == ["0", "1"] else found
 
 
 def is_wide(name: str) -> bool:
     return name.startswith("wide_")
-
-
-class Chars:
-    """Texts as the network's char ids, and its predictions over whole texts."""
-
-    def __init__(self, vocab: list[str], max_len: int):
-        self.ids_of = {c: i for i, c in enumerate(vocab)}
-        self.max_len = max_len
-
-    def encode(self, text: str) -> list[int]:
-        return [self.ids_of.get(c, 1) for c in normalize(text)] or [1]
-
-    @staticmethod
-    def pad(rows) -> np.ndarray:
-        out = np.zeros((len(rows), max(map(len, rows))), dtype="int64")
-        for i, r in enumerate(rows):
-            out[i, : len(r)] = r
-        return out
-
-    def predict(self, fn, texts: list[str], batch: int = 128) -> np.ndarray:
-        """Probabilities of each text: it is cut into windows of ``max_len`` chars wherever they
-        fall (the product cuts at sentence ends instead), and its windows' probabilities are
-        averaged, weighted by their length."""
-        import paddle
-
-        chunks, owner = [], []
-        for i, t in enumerate(texts):
-            ids = self.encode(t)
-            for s in range(0, len(ids), self.max_len):
-                chunks.append(ids[s:s + self.max_len])
-                owner.append(i)
-        order = sorted(range(len(chunks)), key=lambda i: len(chunks[i]))
-        probs = np.zeros((len(chunks), 2))
-        with paddle.no_grad():
-            for s in range(0, len(order), batch):
-                picked = order[s:s + batch]
-                probs[picked] = fn(paddle.to_tensor(self.pad([chunks[i] for i in picked]))).numpy()
-        total, weight = np.zeros((len(texts), 2)), np.zeros(len(texts))
-        for c, i in enumerate(owner):
-            total[i] += probs[c] * len(chunks[c])
-            weight[i] += len(chunks[c])
-        return total / weight[:, None]
-
-    def accuracy(self, fn, texts: list[str], labels) -> float:
-        return float((self.predict(fn, texts).argmax(1) == np.asarray(labels)).mean())
-
-
-def build_vocab(texts: list[str], min_freq: int) -> list[str]:
-    counts = Counter(ch for t in texts for ch in normalize(t))
-    return ["[PAD]", "[UNK]"] + [c for c, n in sorted(counts.items(), key=lambda x: (-x[1], x[0])) if n >= min_freq]
 
 
 def load_deep(net, package_dir: str) -> list[dict]:
@@ -223,8 +185,11 @@ def train_wide(net, chars: Chars, train_ids, train_y, dev, args, rng) -> tuple[l
 
 
 def main(argv=None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
-    from .model import SentimentNet
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    if args.train:
+        return train_own_data(args, "sentiment_analysis", argv, label_names=sentiment_labels)
+    from taskflow.tasks.text_classification.model import SentimentNet
 
     data = Path(args.data_dir)
     rng = seed_all(args.seed)

@@ -1,4 +1,6 @@
-"""Sentiment classifier for taskflow: char CNN + hashed char n-gram bag, trained from scratch.
+"""Text classifier for taskflow (text_classification, and sentiment_analysis over it): char CNN +
+hashed char n-gram bag, trained from scratch.  Its architecture type is ``sentiment_cnn``, the name
+the shipped sentiment package's manifest gives it.
 
 Why this architecture: without a pretrained encoder the strongest cheap signals for Chinese review
 sentiment are (a) short char n-grams ("不错", "不太好", "差评") and (b) their local composition with
@@ -15,7 +17,7 @@ weight chosen on dev. The two err differently (memorised phrases vs composition)
 each; on ChnSentiCorp dev it beat a TF-IDF + logistic regression baseline that the CNN alone did not.
 
 Input: int64 [batch, seq_len] char ids, 0 = pad (right padding), 1 = unknown.
-Output: float32 softmax probabilities [batch, num_labels]; label order (negative, positive).
+Output: float32 softmax probabilities [batch, num_labels], in the order of the manifest's labels.
 """
 import paddle
 import paddle.nn as nn

@@ -1,0 +1,115 @@
+"""text_classification: which of your labels does a Chinese text have?
+
+There is no bundled model: the labels are yours.  Train one on a labelled file, then run it:
+
+    taskflow train text_classification --train reviews.csv --dev reviews_dev.csv \\
+        --text-field review --label-field stars --out my_model/
+
+>>> from taskflow import Taskflow
+>>> classify = Taskflow("text_classification", task_path="my_model/")   # doctest: +SKIP
+>>> classify(["物流很快，包装也好", "质量太差了"])   # doctest: +SKIP
+[{'text': '物流很快，包装也好', 'label': '5', 'score': 0.71...},
+ {'text': '质量太差了', 'label': '1', 'score': 0.83...}]
+
+The network is the char CNN + n-gram bag of ``model.py`` (sentiment_analysis runs the same
+network, and is this task with the labels negative / positive and a bundled model).  Texts
+longer than the model's ``max_length`` are split at sentence ends; the chunks' probabilities
+are averaged, weighted by their length.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+from taskflow.model import register_network
+from taskflow.predictor import InputSpec
+from taskflow.registry import register_task
+from taskflow.task import TextTask, bool_option
+from taskflow.text import Normalizer
+
+__all__ = ["TextClassificationTask", "encode", "read_vocab", "normalize", "NORMALIZATION"]
+
+PAD, UNK = 0, 1
+# What the shipped sentiment model was trained on, and own-data recipes train with:
+# half-width, ASCII lower-case (one char per char).
+NORMALIZATION = ("width", "lower")
+normalize = Normalizer(NORMALIZATION)
+
+# "sentiment_cnn": the name the shipped sentiment package's manifest gives this network.
+register_network("sentiment_cnn", "taskflow.tasks.text_classification.model:SentimentNet")
+
+
+def encode(texts: list[str], vocab: dict[str, int], normalize=normalize) -> np.ndarray:
+    """Character ids of the normalised texts, right-padded with 0, unknown characters 1."""
+    width = max(1, max(len(t) for t in texts))
+    ids = np.zeros((len(texts), width), dtype=np.int64)
+    for row, text in enumerate(texts):
+        ids[row, : len(text)] = [vocab.get(ch, UNK) for ch in normalize(text)]
+    return ids
+
+
+def read_vocab(path) -> dict[str, int]:
+    with open(path, encoding="utf-8") as handle:
+        tokens = handle.read().split("\n")
+    if tokens and tokens[-1] == "":
+        tokens.pop()
+    return {token: i for i, token in enumerate(tokens)}
+
+
+@register_task("text_classification")
+class TextClassificationTask(TextTask):
+    """The label of each text, from the labels of the package you trained (``task_path=``).
+
+    Options:
+        return_all_scores: also return ``scores``, the probability of every label.
+
+    >>> from taskflow import Taskflow
+    >>> Taskflow("text_classification", task_path="my_model/")(["质量太差了"])   # doctest: +SKIP
+    [{'text': '质量太差了', 'label': '1', 'score': 0.83...}]
+    """
+
+    default_model = ""      # none bundled: Taskflow asks for task_path and says how to train one
+    default_batch_size = 32
+    network_type = "sentiment_cnn"
+    default_normalization = NORMALIZATION
+    label_colours: dict[str, str] = {}
+
+    def __init__(self, model, *, return_all_scores: bool = False, **base):
+        super().__init__(model, **base)
+        self.return_all_scores = bool_option("return_all_scores", return_all_scores)
+        self.labels = list(self.manifest["labels"])
+        self.vocab = read_vocab(model.path("vocab.txt"))
+        self.normalize = model.normalizer
+
+    def input_specs(self):
+        return [InputSpec("input_ids", "int64", (self.batch_size, self.max_length))]
+
+    def preprocess(self, units):
+        return {"input_ids": encode([text for _, text in units], self.vocab, self.normalize)}
+
+    def postprocess(self, outputs, units):
+        return [row.astype(float).tolist() for row in outputs[0]]
+
+    def join(self, item, results, units):
+        weights = np.array([len(text) for _, text in units], dtype=np.float64)
+        probs = np.average(np.array(results), axis=0, weights=weights)
+        best = int(np.argmax(probs))
+        result = {"text": item, "label": self.labels[best], "score": float(probs[best])}
+        if self.return_all_scores:
+            result["scores"] = {label: float(p) for label, p in zip(self.labels, probs)}
+        return result
+
+    def render_html(self, results, items):
+        from taskflow.display import html_table, label_colour
+
+        seen: list[str] = []
+
+        def cell(column, value):
+            if column == "label":
+                colour = self.label_colours.get(value) or label_colour(value, seen)
+                return f"<span style='background:{colour};padding:0 4px'>{html.escape(value)}</span>"
+            return None
+
+        return html_table(results, ["text", "label", "score"], cell)
