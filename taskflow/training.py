@@ -321,9 +321,10 @@ class BudgetSchedule:
 
 # ------------------------------------------------------------ the user's own files
 
-def add_own_data_options(parser: argparse.ArgumentParser, *, text_field: str, label_field: str | None = "label",
+def add_own_data_options(parser: argparse.ArgumentParser, *, text_field: str | None, label_field: str | None = "label",
                          formats: str = "a .csv, .tsv or .jsonl file") -> argparse._ArgumentGroup:
-    """The options of ``taskflow train TASK --train FILE``, in a group of their own."""
+    """The options of ``taskflow train TASK --train FILE``, in a group of their own (``None``: a
+    format whose records have no named fields, such as BIO, takes no ``--text-field`` / ``--label-field``)."""
     group = parser.add_argument_group(
         "training on your own data", "Give --train (and --dev) instead of --data-dir; the vocabulary comes from "
         "the --train file, the epoch is picked on --dev, and the dev report is printed and kept in the manifest.")
@@ -332,8 +333,9 @@ def add_own_data_options(parser: argparse.ArgumentParser, *, text_field: str, la
                                      "of --train, held out)")
     group.add_argument("--dev-share", type=float, default=0.1,
                        help="share of --train held out as dev when no --dev is given (default: %(default)s)")
-    group.add_argument("--text-field", default=text_field,
-                       help="key/column of the text (comma-separated for several; default: %(default)s)")
+    if text_field is not None:
+        group.add_argument("--text-field", default=text_field,
+                           help="key/column of the text (comma-separated for several; default: %(default)s)")
     if label_field is not None:
         group.add_argument("--label-field", default=label_field, help="key/column of the label (default: %(default)s)")
     group.add_argument("--encoding", default="utf-8", help="the files' text encoding (default utf-8), e.g. gbk")

@@ -1,7 +1,8 @@
 """ner: named entities with character offsets, in two modes over two models.
 
 * ``mode="fast"`` (default) runs the lexical model (``lexical_analysis/bigru_crf``):
-  LAC's PER / LOC / ORG / TIME.
+  LAC's PER / LOC / ORG / TIME; or, with ``task_path=``, a tagger for your own entity
+  types trained by ``taskflow train ner --train FILE`` (``train.py``).
 * ``mode="accurate"`` runs the knowledge_mining model (term tree and category
   classifier over the same lexical network): WordTag categories (人物类_实体,
   组织机构类...), ``entity_only=True`` by default.
@@ -81,7 +82,8 @@ class NERTask(EntityOutput, LexicalAnalysisTask):
 
     Options (on top of ``user_dict`` / ``user_dict_format``):
         entity_labels: which tags count as entities (default PER, LOC, ORG,
-            TIME and the user dictionary's own labels, e.g. MOVIE in 长津湖/MOVIE).
+            TIME, or the types of a model trained by ``taskflow train ner``, and the
+            user dictionary's own labels, e.g. MOVIE in 长津湖/MOVIE).
         entity_only: keep only entity words in ``words``.
 
     ``mode="accurate"`` gives WordTag categories instead; see :class:`AccurateNERTask`.
@@ -100,8 +102,11 @@ class NERTask(EntityOutput, LexicalAnalysisTask):
         user_tags = sorted(self.user_dict.tags) if self.user_dict is not None else []
         # A label of the user's own (长津湖/MOVIE) is an entity label; POS tags they reuse (花/n) are not.
         own = [tag for tag in user_tags if tag not in self.tag_set]
-        self.set_entity_options(entity_labels, entity_only, [*ENTITY_LABELS, *own],
-                                list(dict.fromkeys(self.tag_set + user_tags)), "tag names such as ['PER', 'ORG']")
+        # A package trained by `taskflow train ner` names the user's entity types; the lexical one has LAC's.
+        model_entities = list(self.network_model.manifest.get("entity_labels", ENTITY_LABELS))
+        self.set_entity_options(entity_labels, entity_only, [*model_entities, *own],
+                                list(dict.fromkeys(self.tag_set + user_tags)),
+                                f"tag names such as {model_entities[:2]!r}")
 
     def format_result(self, text, words):
         return self.entity_result(text, words)
