@@ -38,7 +38,11 @@ __all__ = ["Model", "register_network", "network_class", "network_types"]
 
 # ---------------------------------------------------------------- networks
 # architecture type -> "module:attribute"; imported on first use.
-_NETWORKS: dict[str, str] = {}
+_NETWORKS: dict[str, str] = {
+    # Networks of the core, shared by tasks (task packages register their own when imported).
+    "transformer_encoder": "taskflow.encoder.network:TransformerEncoder",
+    "transformer_span": "taskflow.encoder.network:TransformerSpanExtractor",
+}
 
 
 def register_network(type_name: str, target: str) -> None:
