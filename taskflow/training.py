@@ -339,17 +339,19 @@ def add_own_data_options(parser: argparse.ArgumentParser, *, text_field: str | N
     if label_field is not None:
         group.add_argument("--label-field", default=label_field, help="key/column of the label (default: %(default)s)")
     group.add_argument("--encoding", default="utf-8", help="the files' text encoding (default utf-8), e.g. gbk")
-    group.add_argument("--minutes", type=float, help="time budget for training: stop (keeping the best epoch so far) "
-                                                     "when it is spent")
+    if "--minutes" not in parser._option_string_actions:     # a recipe with a budget of its own keeps its option
+        group.add_argument("--minutes", type=float, help="time budget for training: stop (keeping the best epoch so "
+                                                         "far) when it is spent")
     group.add_argument("--quiet", action="store_true", help="no progress bar, no report on stdout")
     return group
 
 
 def own_data_defaults(parser: argparse.ArgumentParser, argv: list[str], defaults: Mapping[str, Any]) -> None:
     """Small-data defaults for a recipe's own options (smaller network, more epochs...), in force
-    when ``--train`` is on the command line; options the user gives still win."""
+    when ``--train`` is on the command line; options the user gives still win.  The package is
+    then named after its ``--out`` folder, not after the shipped model."""
     if any(arg == "--train" or arg.startswith("--train=") for arg in argv):
-        parser.set_defaults(**defaults)
+        parser.set_defaults(name=None, **defaults)
 
 
 class LabelledExample(tuple):
