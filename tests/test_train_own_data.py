@@ -1,0 +1,326 @@
+"""``taskflow train TASK --train FILE --dev FILE``: a user's own labelled files in, a package out that
+``Taskflow(task, task_path=...)`` runs with the user's labels.
+
+Every data set here is written by the test and learnable (a label follows from words in the text),
+so a model that did not learn fails the dev-accuracy checks; the networks are tiny, so each
+training run takes a few seconds.  Malformed files must fail before training, naming file and line.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from taskflow import Taskflow
+from taskflow.cli import main as cli
+from taskflow.errors import ModelNotFoundError
+from taskflow.packages import Manifest
+
+TOPICS = {"1": "差烂慢坏贵脏吵", "3": "一般还行凑合普通", "5": "好棒快美赞香净"}
+FILLER = "我们今天觉得这个那个非常真的还是有点东西"
+TINY_CNN = ("--embed-dim", "16", "--bigram-buckets", "512", "--ngram-dim", "8", "--conv-channels", "16",
+            "--max-kernel", "3", "--lr", "0.01", "--batch-size", "16")
+
+
+def review(rng: random.Random, label: str) -> str:
+    chars = [rng.choice(TOPICS[label]) for _ in range(3)] + [rng.choice(FILLER) for _ in range(6)]
+    rng.shuffle(chars)
+    return "".join(chars)
+
+
+def reviews(seed: int, count: int) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    return [(review(rng, label), label) for label in list(TOPICS) * (count // len(TOPICS))]
+
+
+def write_csv(path: Path, header: list[str], rows, delimiter: str = ",", encoding: str = "utf-8") -> Path:
+    with open(path, "w", newline="", encoding=encoding) as handle:
+        writer = csv.writer(handle, delimiter=delimiter, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def write_jsonl(path: Path, records) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def train(task: str, *options: str) -> Manifest:
+    assert cli(["train", task, *options]) == 0
+    return Manifest.load(Path(options[options.index("--out") + 1]) / "manifest.json")
+
+
+def agreement(flow, texts: list[str], labels: list[str]) -> float:
+    return sum(r["label"] == label for r, label in zip(flow(texts), labels)) / len(texts)
+
+
+# ------------------------------------------------------------------ text_classification
+
+def test_text_classification_from_csv_learns_the_users_labels(tmp_path, capsys):
+    train_file = write_csv(tmp_path / "train.csv", ["id", "review", "stars"],
+                           [(i, text, label) for i, (text, label) in enumerate(reviews(0, 150))])
+    dev_rows = reviews(1, 45)
+    dev_file = write_csv(tmp_path / "dev.csv", ["review", "stars"], dev_rows)
+    out = tmp_path / "stars_model"
+    manifest = train("text_classification", "--train", str(train_file), "--dev", str(dev_file), "--text-field", "review",
+                     "--label-field", "stars", "--out", str(out), "--epochs", "4", *TINY_CNN)
+
+    assert manifest.task == "text_classification" and manifest.name == "stars_model"
+    assert manifest["labels"] == ["1", "3", "5"]
+    report = manifest["metrics"]["dev"]
+    assert report["examples"] == 45 and report["accuracy"] >= 0.8, report       # chance is 1/3
+    assert {label: row["train"] for label, row in report["per_label"].items()} == {"1": 50, "3": 50, "5": 50}
+    assert {label: row["dev"] for label, row in report["per_label"].items()} == {"1": 15, "3": 15, "5": 15}
+    assert manifest["training"]["best_epoch"] == max(manifest["training"]["history"],
+                                                     key=lambda h: h["dev_accuracy"])["epoch"]
+    printed = capsys.readouterr().out
+    assert "dev report (45 examples" in printed and f"accuracy {report['accuracy']:.4f}" in printed
+
+    flow = Taskflow("text_classification", task_path=out, return_all_scores=True)
+    results = flow([text for text, _ in dev_rows])
+    assert {r["label"] for r in results} <= {"1", "3", "5"}
+    assert set(results[0]["scores"]) == {"1", "3", "5"}
+    # The package Taskflow runs (static graph) is the one the report measured.
+    assert agreement(flow, [t for t, _ in dev_rows], [label for _, label in dev_rows]) == pytest.approx(
+        report["accuracy"], abs=1 / 45)
+
+
+def test_text_classification_from_gbk_tsv_with_held_out_dev_and_a_time_budget(tmp_path):
+    rows = reviews(2, 120)
+    train_file = write_csv(tmp_path / "train.tsv", ["text", "label"], rows, delimiter="\t", encoding="gbk")
+    out = tmp_path / "model"
+    manifest = train("text_classification", "--train", str(train_file), "--encoding", "gbk", "--out", str(out),
+                     "--epochs", "50", "--minutes", "0.0001", "--quiet", *TINY_CNN)
+    history = manifest["training"]["history"]
+    assert len(history) == 1 and history[0]["stopped"] == "--minutes 0.0001 spent"
+    # No --dev: a share of each label is held out, and the report says so.
+    assert manifest["training"]["examples"] == {"train": 108, "dev": 12}
+    assert manifest["metrics"]["dev"]["file"] == f"0.1 of {tmp_path.name}/train.tsv"
+    assert all(row["dev"] == 4 for row in manifest["metrics"]["dev"]["per_label"].values())
+
+
+def test_text_classification_needs_a_trained_model():
+    with pytest.raises(ModelNotFoundError, match="taskflow train text_classification --train"):
+        Taskflow("text_classification")
+
+
+# -------------------------------------------------------------------- sentiment_analysis
+
+def test_sentiment_from_jsonl_keeps_0_1_as_negative_positive(tmp_path):
+    rng = random.Random(3)
+    good, bad = "好棒赞美香", "差烂坏慢贵"
+
+    def record(i):
+        label = i % 2
+        return {"review": review_like(rng, good if label else bad), "stars": label}
+
+    def review_like(rng, words):
+        chars = [rng.choice(words) for _ in range(3)] + [rng.choice(FILLER) for _ in range(5)]
+        rng.shuffle(chars)
+        return "".join(chars)
+
+    train_file = write_jsonl(tmp_path / "train.jsonl", [record(i) for i in range(100)])
+    dev_records = [record(i) for i in range(30)]
+    dev_file = write_jsonl(tmp_path / "dev.jsonl", dev_records)
+    out = tmp_path / "senta"
+    manifest = train("sentiment_analysis", "--train", str(train_file), "--dev", str(dev_file), "--text-field", "review",
+                     "--label-field", "stars", "--out", str(out), "--epochs", "4", *TINY_CNN)
+    assert manifest["labels"] == ["negative", "positive"] and manifest["training"]["labels_in_file"] == ["0", "1"]
+    assert manifest["metrics"]["dev"]["accuracy"] >= 0.8
+    assert manifest.name == "senta"      # named after --out, not after the shipped char_cnn
+
+    flow = Taskflow("sentiment_analysis", task_path=out)
+    expected = ["positive" if r["stars"] else "negative" for r in dev_records]
+    assert agreement(flow, [r["review"] for r in dev_records], expected) >= 0.8
+
+
+def test_sentiment_needs_data_dir_or_train(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        cli(["train", "sentiment_analysis", "--out", str(tmp_path / "m")])
+    assert "--data-dir DIR" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------- text_similarity
+
+QUESTIONS = {"password": ["怎么修改微信密码", "微信密码怎么改", "忘记微信密码了", "微信密码如何重置"],
+             "card": ["信用卡怎么还款", "信用卡如何还款", "信用卡还款方式", "怎样还信用卡"],
+             "weather": ["明天天气怎么样", "明天天气如何", "明天会下雨吗", "明天的天气预报"],
+             "delivery": ["快递多久能到", "快递几天能到", "快递什么时候到", "快递要多长时间"]}
+
+
+def question_pairs(seed: int, count: int) -> list[tuple[str, str, int]]:
+    rng, topics = random.Random(seed), list(QUESTIONS)
+    rows = []
+    for i in range(count):
+        topic = rng.choice(topics)
+        if i % 2:
+            rows.append((*rng.sample(QUESTIONS[topic], 2), 1))
+        else:
+            other = rng.choice([t for t in topics if t != topic])
+            rows.append((rng.choice(QUESTIONS[topic]), rng.choice(QUESTIONS[other]), 0))
+    return rows
+
+
+def test_text_similarity_from_tsv_pairs(tmp_path):
+    pytest.importorskip("jieba")      # the word list of the user's texts is found with jieba
+    train_file = write_csv(tmp_path / "train.tsv", ["text_a", "text_b", "label"], question_pairs(4, 240), "\t")
+    dev_rows = question_pairs(5, 40)
+    dev_file = write_csv(tmp_path / "dev.tsv", ["text_a", "text_b", "label"], dev_rows, "\t")
+    out = tmp_path / "pairs_model"
+    manifest = train("text_similarity", "--train", str(train_file), "--dev", str(dev_file), "--text-field",
+                     "text_a,text_b", "--out", str(out), "--epochs", "3", "--char-dim", "16", "--word-dim", "8",
+                     "--hidden", "16", "--quiet")
+    report = manifest["metrics"]["dev"]
+    assert report["accuracy"] >= 0.75, report        # half the pairs are the same question
+    assert {label: row["dev"] for label, row in report["per_label"].items()} == {"0": 20, "1": 20}
+    assert manifest["architecture"]["type"] == "siamese" and len(manifest["training"]["history"]) == 3
+
+    flow = Taskflow("text_similarity", task_path=out, return_embeddings=True)
+    results = flow([(a, b) for a, b, _ in dev_rows])
+    assert all(r["label"] in (0, 1) and "embedding1" in r for r in results)
+    right = sum(r["label"] == label for r, (_, _, label) in zip(results, dev_rows)) / len(dev_rows)
+    assert right == pytest.approx(report["accuracy"], abs=1 / 40)
+
+
+# -------------------------------------------------------------------------------- ner
+
+PEOPLE = ["李明", "王芳", "张伟", "刘洋", "陈静", "赵磊", "周杰", "吴敏", "孙悦", "郑强"]
+CITIES = ["北京", "上海", "杭州", "南京", "成都", "武汉"]
+COMPANIES = ["华为", "腾讯", "阿里巴巴", "百度", "小米"]
+TEMPLATES = ["{PER}昨天去{GPE}出差了", "{PER}在{COMPANY}工作", "{COMPANY}在{GPE}开了新店", "听说{PER}要去{GPE}",
+             "我们在{GPE}见到了{PER}"]
+
+
+def entity_sentences(seed: int, count: int) -> list[tuple[str, list[tuple[int, int, str]]]]:
+    rng, out = random.Random(seed), []
+    names = {"PER": PEOPLE, "GPE": CITIES, "COMPANY": COMPANIES}
+    for _ in range(count):
+        text, spans = "", []
+        for part in re.split(r"(\{\w+\})", rng.choice(TEMPLATES)):
+            if part.startswith("{"):
+                word = rng.choice(names[part[1:-1]])
+                spans.append((len(text), len(text) + len(word), part[1:-1]))
+                text += word
+            else:
+                text += part
+        out.append((text, spans))
+    return out
+
+
+def bio(sentences) -> str:
+    blocks = []
+    for text, spans in sentences:
+        tags = ["O"] * len(text)
+        for start, end, label in spans:
+            tags[start:end] = [f"B-{label}"] + [f"I-{label}"] * (end - start - 1)
+        blocks.append("".join(f"{char} {tag}\n" for char, tag in zip(text, tags)))
+    return "\n".join(blocks)
+
+
+def cluener(sentences) -> list[dict]:
+    records = []
+    for text, spans in sentences:
+        label: dict = {}
+        for start, end, kind in spans:
+            label.setdefault(kind, {}).setdefault(text[start:end], []).append([start, end - 1])   # end inclusive
+        records.append({"text": text, "label": label})
+    return records
+
+
+TINY_TAGGER = ("--char-dim", "16", "--bigram-dim", "8", "--hidden-size", "16", "--batch-size", "8", "--lr", "0.02")
+
+
+def check_ner_package(out: Path, dev, manifest: Manifest) -> None:
+    report = manifest["metrics"]["dev"]
+    assert manifest.task == "lexical_analysis" and manifest["entity_labels"] == ["COMPANY", "GPE", "PER"]
+    assert report["f1"] >= 0.6, report
+    assert {label: row["dev"] for label, row in report["per_label"].items()} == {
+        kind: sum(s[2] == kind for _, spans in dev for s in spans) for kind in ("COMPANY", "GPE", "PER")}
+
+    flow = Taskflow("ner", task_path=out)
+    results = flow([text for text, _ in dev])
+    found = [{(e["start"], e["end"], e["label"]) for e in r["entities"]} for r in results]
+    assert all(e["text"] == r["text"][e["start"]:e["end"]] for r in results for e in r["entities"])
+    assert {e["label"] for r in results for e in r["entities"]} <= {"COMPANY", "GPE", "PER"}
+    gold = [set(spans) for _, spans in dev]
+    correct = sum(len(f & g) for f, g in zip(found, gold))
+    assert correct / sum(map(len, gold)) == pytest.approx(report["recall"], abs=0.02)
+
+
+def test_ner_from_bio_files(tmp_path):
+    dev = entity_sentences(7, 30)
+    train_file = tmp_path / "train.bio"
+    train_file.write_text(bio(entity_sentences(6, 120)), encoding="utf-8")
+    dev_file = tmp_path / "dev.bio"
+    dev_file.write_text("\ufeff" + bio(dev), encoding="utf-8")      # a BOM is not the first character
+    out = tmp_path / "my_ner"
+    manifest = train("ner", "--train", str(train_file), "--dev", str(dev_file), "--out", str(out),
+                     "--epochs", "6", *TINY_TAGGER)
+    check_ner_package(out, dev, manifest)
+    # The user's types are the default entity labels, and entity_labels picks among them.
+    (only,) = Taskflow("ner", task_path=out, entity_labels=["PER"])(["李明在华为工作"])
+    assert {e["label"] for e in only["entities"]} <= {"PER"}
+
+
+def test_ner_from_cluener_json_lines(tmp_path):
+    dev = entity_sentences(9, 30)
+    train_file = write_jsonl(tmp_path / "train.json", cluener(entity_sentences(8, 120)))
+    dev_file = write_jsonl(tmp_path / "dev.json", cluener(dev))
+    out = tmp_path / "cluener_model"
+    manifest = train("ner", "--train", str(train_file), "--dev", str(dev_file), "--out", str(out),
+                     "--epochs", "6", "--quiet", *TINY_TAGGER)
+    check_ner_package(out, dev, manifest)
+
+
+# --------------------------------------------------------------------- malformed files
+
+GOOD_CSV = "text,label\n" + "".join(f"{text},{label}\n" for text, label in reviews(10, 9))
+
+MALFORMED = {
+    "csv missing label column": ("text_classification", {"train.csv": "text,stars\n很好,5\n"}, [],
+                                 "train.csv: no column 'label'", "--label-field"),
+    "csv row with a stray comma": ("text_classification", {"train.csv": GOOD_CSV + "很好,还行,3\n"}, [],
+                                   "train.csv:11: 3 field(s)", "fix or delete that line"),
+    "csv empty text": ("text_classification", {"train.csv": GOOD_CSV.replace("\n", "\n,5\n", 1)}, [],
+                       "train.csv:2: 'text' is empty", "fill it in or delete the line"),
+    "jsonl missing key": ("text_classification",
+                          {"train.jsonl": '{"text": "很好", "label": "5"}\n{"text": "很差"}\n'}, [],
+                          "train.jsonl:2: no key 'label'", "--label-field"),
+    "empty file": ("text_classification", {"train.csv": ""}, [], "train.csv holds no examples", "empty"),
+    "one label": ("text_classification", {"train.csv": "text,label\n很好,5\n不错,5\n"}, [],
+                  "every example has the label '5'", "two labels or more"),
+    "dev label unseen in train": ("text_classification",
+                                  {"train.csv": GOOD_CSV, "dev.csv": "text,label\n很好,5\n很差,2\n"},
+                                  ["--dev", "dev.csv"], "dev.csv:3: label '2' never occurs", "add examples of '2'"),
+    "pair label not 0/1": ("text_similarity", {"train.tsv": "text1\ttext2\tlabel\n你好\t您好\t1\n你好\t再见\tyes\n"}, [],
+                           "train.tsv:3: label 'yes'", "1 (same meaning) or 0"),
+    "bio I- after O": ("ner", {"train.bio": "李 B-PER\n明 I-PER\n在 O\n京 I-LOC\n"}, [],
+                       "train.bio:4: 'I-LOC' follows 'O'", "make it B-LOC"),
+    "bio unknown tag": ("ner", {"train.bio": "李 B-PER\n明 PER\n"}, [], "train.bio:2: tag 'PER' is not O, B-TYPE",
+                        "fix the tag"),
+    "bio line without a tag": ("ner", {"train.bio": "李 B-PER\n明\n"}, [], "train.bio:2: '明' is not a token and its tag",
+                               "blank line between sentences"),
+    "cluener offsets": ("ner", {"train.json": json.dumps({"text": "李明在北京", "label": {"PER": {"李明": [[0, 2]]}}},
+                                                         ensure_ascii=False) + "\n"}, [],
+                        "train.json:1: mention '李明' of 'PER' at [0, 2] reads '李明在'", "end inclusive"),
+    "ner dev type unseen": ("ner", {"train.bio": "李 B-PER\n明 I-PER\n", "dev.bio": "北 B-LOC\n京 I-LOC\n"},
+                            ["--dev", "dev.bio"], "dev.bio:1: entity type 'LOC'", "add examples of 'LOC'"),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED, ids=list(MALFORMED))
+def test_a_malformed_file_names_its_line_and_the_fix(tmp_path, monkeypatch, capsys, case):
+    task, files, extra, where, fix = MALFORMED[case]
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert cli(["train", task, "--train", next(iter(files)), *extra, "--out", "model", "--quiet"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("taskflow: error: ") and where in error and fix in error, error
+    assert not (tmp_path / "model").exists()
