@@ -13,8 +13,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
+import logging
 import sys
 
 from .errors import InvalidInputError, TaskflowError
@@ -28,13 +30,43 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__.strip())
         return 0
     try:
-        if argv[0] in COMMANDS:
-            return globals()[f"_cmd_{argv[0]}"](argv[1:])
-        return _cmd_run(argv)
+        with _warnings_to_stderr():
+            if argv[0] in COMMANDS:
+                return globals()[f"_cmd_{argv[0]}"](argv[1:])
+            return _cmd_run(argv)
     except (TaskflowError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
         # Ours, or a file named on the command line (a user dictionary, a term tree) that is not there.
         print(f"taskflow: error: {exc}", file=sys.stderr)
         return 2
+
+
+@contextlib.contextmanager
+def _warnings_to_stderr():
+    """While the CLI runs, the library's warnings (records skipped, a worker replaced) go to stderr
+    as ``taskflow: ...`` lines, once each, as they happen: not also through a root handler
+    (Paddle installs one), and even with --quiet."""
+    logger = logging.getLogger("taskflow")
+    handler = _StderrHandler()
+    handler.setFormatter(logging.Formatter("taskflow: warning: %(message)s"))   # the library logs warnings only
+    logger.addHandler(handler)
+    propagate, logger.propagate = logger.propagate, False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Writes to ``sys.stderr`` as it is at each record, not as it was when the handler was made."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):
+        pass
 
 
 def _common_options(parser: argparse.ArgumentParser) -> None:
@@ -143,11 +175,9 @@ def _run_job(flow, args: argparse.Namespace, fields) -> int:
     except KeyboardInterrupt:
         print("taskflow: interrupted; what was done is saved: rerun with --resume to continue", file=sys.stderr)
         return 130
-    # Said even with --quiet: skipped records and worker failures must never pass unnoticed.
-    for message in summary.messages:
-        print(f"taskflow: {message}", file=sys.stderr)
-    for fault in summary.worker_faults:
-        print(f"taskflow: warning: {fault}", file=sys.stderr)
+    # Skipped records and worker failures were said by the job's log (see _say_warnings), even with --quiet.
+    if summary.read and not summary.processed:
+        return 2   # every record was bad: the job did nothing a caller could want (said above, once)
     # The output is complete, but a worker process died, hung or had to be killed: say so in the exit status.
     return 3 if summary.worker_faults else 0
 

@@ -35,6 +35,7 @@ import logging
 import multiprocessing
 import os
 import queue
+import re
 import signal
 import sys
 import threading
@@ -54,6 +55,7 @@ __all__ = ["Record", "run_file", "JobSummary", "process_chunk", "iter_chunks", "
 ON_ERROR = ("raise", "skip")
 CHECKPOINT_FORMAT = 2  # output records carry "line" (format 1 had bare results)
 logger = logging.getLogger("taskflow")
+_LOCATION = re.compile(r"^.*?:\d+: ")  # the "file:line: " that starts a bad record's message
 
 # A worker process that finds itself re-importing a script that starts a job exits with this code.
 EXIT_UNGUARDED_MAIN = 86
@@ -546,6 +548,21 @@ class JobSummary:
     errors_file: str | None = None
     messages: list[str] = field(default_factory=list)
     worker_faults: list[str] = field(default_factory=list)  # workers that died, hung or had to be killed
+    # Why records were skipped, with their counts (the messages without their "file:line: ").
+    skip_reasons: collections.Counter = field(default_factory=collections.Counter)
+
+    def skipped_message(self, errors_path) -> str:
+        """One line on the skipped records; a cause shared by all of them is said once, not per line."""
+        if not self.skip_reasons:
+            return f"the records an earlier run skipped are in {errors_path}"
+        if len(self.skip_reasons) == 1:
+            (reason, _), = self.skip_reasons.items()
+            if not self.processed:
+                return (f"every record ({self.skipped}) failed the same way: {reason}; "
+                        f"nothing was processed (the records are in {errors_path})")
+            return f"{self.skipped} bad record(s) skipped, all because: {reason}; see {errors_path}"
+        reason, count = self.skip_reasons.most_common(1)[0]
+        return f"{self.skipped} bad record(s) skipped ({count} because: {reason}); see {errors_path}"
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -749,7 +766,7 @@ def run_file(
                          startup_timeout=startup_timeout, shutdown_timeout=shutdown_timeout, call_site=call_site))
                 if files.finish():
                     summary.errors_file = str(errors_path)
-                    summary.messages.append(f"{summary.skipped} bad record(s) skipped; see {errors_path}")
+                    summary.messages.append(summary.skipped_message(errors_path))
             finally:
                 files.close()
     finally:
@@ -808,6 +825,7 @@ def _write_outcomes(outcomes: list, files: _Checkpointed, summary: JobSummary, o
             )
         else:
             errors.append(error_record(record, error))
+            summary.skip_reasons[_LOCATION.sub("", str(error), count=1)] += 1
     files.write(records, errors, files.done + len(outcomes))
     summary.processed += len(records)
     summary.skipped += len(errors)

@@ -241,8 +241,29 @@ def test_cli_flags(tiny_sentiment, tmp_path, capsys):
     assert [e["line"] for e in _read_jsonl(tmp_path / "bad.jsonl")] == [6]
     assert [r["line"] for r in _read_jsonl(tmp_path / "out.jsonl")] == [i for i in range(1, 51) if i != 6]
     err = capsys.readouterr().err
-    assert "1 bad record(s) skipped; see" in err and "bad.jsonl" in err
+    assert err.count("bad record(s) skipped") == 1, f"said once, not by the log and the CLI both:\n{err}"
+    assert "1 bad record(s) skipped, all because: empty line" in err and "bad.jsonl" in err
     assert "it/s" not in err and "items/s" not in err, "--quiet: no progress bar"
+
+
+def test_cli_says_once_when_every_record_fails_the_same_way(tiny_sentiment, tmp_path, capsys):
+    """A wrong --field fails every line: one line says why, not one per record, and the exit status says so."""
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps({"review": t}, ensure_ascii=False) + "\n" for t in TEXTS[:40]),
+                      encoding="utf-8")
+    args = ["sentiment_analysis", "--input", str(source), "--output", str(tmp_path / "out.jsonl"),
+            "--task-path", str(tiny_sentiment), "--quiet", "--on-error", "skip"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("taskflow: warning: every record (40) failed the same way: no key 'text' (has 'review')")
+    assert len(_read_jsonl(tmp_path / "out.jsonl.errors.jsonl")) == 40, "the records are kept"
+    # Two causes: both counted, the commoner named.
+    lines = [{"text": t} for t in TEXTS[:10]] + [{"review": "x"}] * 3 + [{"text": ""}]
+    source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines), encoding="utf-8")
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "4 bad record(s) skipped (3 because: no key 'text' (has 'review')" in err
 
 
 @pytest.mark.parametrize("flags", [["--workers", "2"], ["--resume"], ["--on-error", "skip"], ["--errors", "e.jsonl"]])
