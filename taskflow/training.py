@@ -83,6 +83,7 @@ class PackageDraft:
         self.out = Path(args.out)
         self.identity = {"task": task, "name": args.name or self.out.name, "version": args.version}
         self.started = time.time() if started is None else started
+        self.quiet = bool(getattr(args, "quiet", False))    # own-data runs: --quiet
         self._names: list[str] = []     # in the order asked for, which the manifest keeps
 
     def __enter__(self) -> "PackageDraft":
@@ -116,8 +117,9 @@ class PackageDraft:
         files = {name: self.folder / name for name in self._names if (self.folder / name).is_file()}
         manifest = write_package(self.out, {**self.identity, **fields}, files)
         size = sum(entry["size"] for entry in manifest.files.values())
-        log(f"wrote {self.out}: {manifest.name} {manifest.version}, {size / 1e6:.1f} MB, "
-            f"{(time.time() - self.started) / 60:.1f} min after the start")
+        if not self.quiet:
+            log(f"wrote {self.out}: {manifest.name} {manifest.version}, {size / 1e6:.1f} MB, "
+                f"{(time.time() - self.started) / 60:.1f} min after the start")
         return manifest
 
 

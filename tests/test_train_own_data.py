@@ -324,3 +324,32 @@ def test_a_malformed_file_names_its_line_and_the_fix(tmp_path, monkeypatch, caps
     error = capsys.readouterr().err
     assert error.startswith("taskflow: error: ") and where in error and fix in error, error
     assert not (tmp_path / "model").exists()
+
+
+class _Terminal:
+    """stderr as a terminal: tqdm draws its bar only there (a log file gets no bar)."""
+
+    def __init__(self):
+        self.text = ""
+
+    def write(self, text):
+        self.text += text
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return True
+
+
+def test_training_shows_a_progress_bar_with_an_eta_on_a_terminal_and_none_when_quiet(tmp_path, monkeypatch):
+    train_file = write_csv(tmp_path / "train.csv", ["text", "label"], reviews(11, 60))
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    train("text_classification", "--train", str(train_file), "--out", str(tmp_path / "a"), "--epochs", "2", *TINY_CNN)
+    assert re.search(r"training: +\d+%.*\d+/8 \[\d\d:\d\d<\d\d:\d\d", terminal.text), terminal.text    # <ETA
+    quiet = _Terminal()
+    monkeypatch.setattr("sys.stderr", quiet)
+    train("text_classification", "--train", str(train_file), "--out", str(tmp_path / "b"), "--epochs", "2", "--quiet",
+          *TINY_CNN)
+    assert quiet.text == ""
