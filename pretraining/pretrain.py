@@ -5,8 +5,8 @@
         --lr 6e-4 --total-steps 30000 --max-minutes 9
     python -m pretraining.pretrain --resume runs/base/checkpoint.pt --corpus ... --max-minutes 9
 
-A run stops when ``--total-steps`` are done or ``--max-minutes`` have passed since the process
-started (GPU calls are cut into 10-minute pieces), saving ``OUT/checkpoint.pt`` then, and every
+A run stops when ``--total-steps`` are done, or this piece's ``--max-minutes`` have passed since the
+process started, or its ``--max-steps`` are done (GPU calls are cut into 10-minute pieces), saving ``OUT/checkpoint.pt`` then, and every
 ``--save-minutes`` before.  ``--resume`` continues the run where the checkpoint left it: model,
 optimizer, learning-rate schedule, step, position in the data and every random generator, so
 pieces add up to the run one long call would have made.  The schedule is laid out over
@@ -55,7 +55,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     data.add_argument("--cache-dir", help="where tokenised parts are kept (default: OUT/cache)")
     data.add_argument("--segmenter", choices=sorted(SEGMENTERS), help="whole-word masking over this segmenter's words")
     data.add_argument("--workers", type=int, default=1, help="processes for segmenting the corpus")
-    data.add_argument("--seq-len", type=int, default=128)
+    data.add_argument("--seq-len", type=int, help="ids per sequence, [CLS] and [SEP] included (default: 128, or a "
+                      "resumed run's own; a longer one for the last phase trains the later positions)")
     data.add_argument("--heldout", type=int, default=256, help="sequences kept out of training for the eval loss")
     data.add_argument("--mask-rate", type=float, default=0.15)
 
@@ -82,8 +83,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     train.add_argument("--weight-decay", type=float, default=0.01)
     train.add_argument("--grad-clip", type=float, default=1.0)
     train.add_argument("--max-minutes", type=float, default=None, help="stop this piece after so long (wall clock)")
+    train.add_argument("--max-steps", type=int, default=None,
+                       help="stop this piece after so many steps (the schedule still spans --total-steps)")
     train.add_argument("--save-minutes", type=float, default=5.0, help="save a checkpoint this often")
-    train.add_argument("--log-every", type=int, default=50)
+    train.add_argument("--log-every", type=int, help="steps per loss-log line (default: 50, or a resumed run's own)")
     train.add_argument("--seed", type=int, default=1)
     train.add_argument("--device", default="auto", help="auto (cuda when there is one), cpu, cuda")
     train.add_argument("--threads", type=int, help="CPU threads for torch")
@@ -185,10 +188,13 @@ def main(argv=None) -> int:
                      "discriminator_weight", "batch_size", "lr", "min_lr_ratio", "warmup_steps", "weight_decay",
                      "grad_clip", "seed", "segmenter", "mask_rate", "heldout"):
             setattr(args, name, kept[name])
-        if args.total_steps is None:
-            args.total_steps = kept["total_steps"]
+        for name in ("total_steps", "seq_len", "log_every"):
+            if getattr(args, name) is None:
+                setattr(args, name, kept[name])
         args.out = args.out or str(Path(args.resume).parent)
     args.total_steps = args.total_steps or 30000
+    args.seq_len = args.seq_len or 128
+    args.log_every = args.log_every or 50
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
@@ -260,6 +266,8 @@ def main(argv=None) -> int:
     def state() -> dict:
         return {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                 "step": step, "tokens": tokens, "train_seconds": train_seconds, "data": corpus.state(),
+                # The steps since the last log line, so a resumed piece's first line averages the same steps.
+                "log_window": [{k: float(v) for k, v in w.items()} for w in window],
                 "rng": rng_state(), "vocab": vocab.tokens, "config": asdict(config), "args": vars(args),
                 "torch": torch.__version__}
 
@@ -273,9 +281,12 @@ def main(argv=None) -> int:
         log(f"saved {out / CHECKPOINT} at step {step} ({reason})")
 
     model.train()
-    last_save, window, window_start = time.monotonic(), [], time.monotonic()
+    window = list(checkpoint["log_window"]) if checkpoint else []
+    last_save = window_start = time.monotonic()
+    window_tokens = 0   # this piece's, for the speed
     budget = args.max_minutes * 60 if args.max_minutes else None
-    while step < args.total_steps:
+    stop = min(args.total_steps, step + args.max_steps) if args.max_steps else args.total_steps
+    while step < stop:
         if budget is not None and time.monotonic() - started >= budget:
             break
         tic = time.monotonic()
@@ -291,21 +302,22 @@ def main(argv=None) -> int:
         scheduler.step()
         step += 1
         tokens += ids.size
+        window_tokens += ids.size
         window.append({k: v.detach() for k, v in out_step.items()} | {"grad_norm": grad_norm.detach()})
         train_seconds += time.monotonic() - tic
         if step % args.log_every == 0 or step == args.total_steps:
-            means = {k: round(float(torch.stack([w[k] for w in window]).float().mean()), 5) for k in window[0]}
+            means = {k: round(sum(float(w[k]) for w in window) / len(window), 5) for k in window[0]}
             elapsed = time.monotonic() - window_start
             record = {"step": step, "tokens": tokens, "minutes": round(train_seconds / 60, 3),
                       "lr": scheduler.get_last_lr()[0], **means,
-                      "tokens_per_s": round(len(window) * ids.size / max(elapsed, 1e-9))}
+                      "tokens_per_s": round(window_tokens / max(elapsed, 1e-9))}
             with open(out / LOSS_LOG, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(record) + "\n")
             log(" ".join(f"{k} {v}" for k, v in record.items()))
-            window, window_start = [], time.monotonic()
+            window, window_start, window_tokens = [], time.monotonic(), 0
         if time.monotonic() - last_save >= args.save_minutes * 60:
             save("every --save-minutes")
-    save("finished" if step >= args.total_steps else "end of --max-minutes")
+    save("finished" if step >= args.total_steps else "end of this piece")
     return 0
 
 
