@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["Normalizer", "NORMALIZATION_STEPS", "q2b", "split_text", "Segmenter", "Vocab", "read_text_file"]
+__all__ = ["Normalizer", "NORMALIZATION_STEPS", "q2b", "to_simplified", "split_text", "Segmenter", "Vocab", "read_text_file"]
 
 # ------------------------------------------------------------ normalisation
 # What a model reads is its training text's normalisation, named step by step in its
@@ -43,6 +43,59 @@ NORMALIZATION_STEPS: dict[str, Callable[[], Mapping[int, int | None]]] = {
     "strip": _strip_table,                                                   # drop whitespace and punctuation
 }
 LENGTH_CHANGING_STEPS = frozenset({"strip"})
+
+
+@functools.lru_cache(maxsize=1)
+def _opencc():
+    try:
+        import opencc
+    except ImportError as exc:  # a dependency of the wheel; missing only from a hand-made environment
+        raise ImportError("this model reads traditional characters as simplified through OpenCC, which is not "
+                          "installed: pip install opencc") from exc
+    try:
+        return opencc.OpenCC("t2s")
+    except Exception:  # OpenCC before 1.1.7 names its configurations by file
+        return opencc.OpenCC("t2s.json")
+
+
+@functools.lru_cache(maxsize=1)
+def _t2s_char_table() -> dict[int, str]:
+    """OpenCC's character table alone (each CJK char converted on its own), one char to one char.
+
+    Left out: conversions to a character beyond the BMP (綝 -> 𬘭, 1,126 of them): recently coded
+    simplified forms of rare characters, which models and fonts know less well than the original."""
+    chars = [chr(code) for first, last in ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2A6DF))
+             for code in range(first, last + 1)]
+    converted = _opencc().convert("\n".join(chars)).split("\n")
+    return {ord(a): b for a, b in zip(chars, converted) if a != b and len(b) == 1 and ord(b) <= 0xFFFF}
+
+
+def to_simplified(text: str) -> str:
+    """Traditional characters to simplified, one char for one char (offsets hold), by OpenCC's
+    maintained tables.
+
+    Only characters that OpenCC's character table converts are changed, each to what its phrase
+    table says in context (乾隆 keeps 乾, 乾燥 becomes 干燥).  A character its table leaves alone is
+    never changed by a phrase: on simplified text the phrase table alone would turn 破坏 into 破坯
+    (坏土 is a traditional word) and the name 沈重 into 沉重.
+
+    >>> to_simplified("我覺得這部電影很長，乾隆年間")
+    '我觉得这部电影很长，乾隆年间'
+    """
+    table = _t2s_char_table() if not text.isascii() else {}
+    by_char = text.translate(table)
+    if by_char == text:
+        return text                      # no traditional character: the common case, at C speed
+    in_context = _opencc().convert(text)
+    if len(in_context) != len(text):     # no phrase changes the length today; if one ever does, chars alone
+        return by_char
+    return "".join(p if ord(c) in table and ord(p) <= 0xFFFF else b
+                   for c, p, b in zip(text, in_context, by_char))
+
+
+# Steps that are functions of the whole string rather than per-char tables; each keeps the length and
+# touches only Han characters, so it commutes with the table steps and runs before them.
+STRING_STEPS: dict[str, Callable[[str], str]] = {"t2s": to_simplified}   # traditional -> simplified
 # What manifests written before the steps had names said, in words.
 _DESCRIBED = {
     "q2b (full-width to half-width) + ASCII lower-case, per character": ("width", "lower"),
@@ -56,10 +109,10 @@ def normalization_steps(spec: Any) -> tuple[str, ...]:
         spec = _DESCRIBED.get(spec) or spec.split("+")
     if not isinstance(spec, (list, tuple)) or not all(isinstance(step, str) for step in spec):
         raise ValueError(f"normalization must be a list of step names, got {spec!r}")
-    unknown = [step for step in spec if step not in NORMALIZATION_STEPS]
+    unknown = [step for step in spec if step not in NORMALIZATION_STEPS and step not in STRING_STEPS]
     if unknown:
         raise ValueError(f"unknown normalization step(s) {', '.join(map(repr, unknown))}; "
-                         f"known: {', '.join(NORMALIZATION_STEPS)}")
+                         f"known: {', '.join([*STRING_STEPS, *NORMALIZATION_STEPS])}")
     return tuple(spec)
 
 
@@ -88,9 +141,12 @@ class Normalizer:
     def __init__(self, steps: Any):
         self.steps = normalization_steps(steps)
         self.keeps_length = not (set(self.steps) & LENGTH_CHANGING_STEPS)
-        self._table = _composed_table(self.steps)
+        self._string_steps = [STRING_STEPS[step] for step in self.steps if step in STRING_STEPS]
+        self._table = _composed_table(tuple(step for step in self.steps if step in NORMALIZATION_STEPS))
 
     def __call__(self, text: str) -> str:
+        for step in self._string_steps:
+            text = step(text)
         return text.translate(self._table)
 
     def __eq__(self, other: object) -> bool:

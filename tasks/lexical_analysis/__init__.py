@@ -50,7 +50,7 @@ __all__ = [
 PAD, UNK = 0, 1
 BOS, EOS = "\x02", "\x03"   # bigram padding around a text; never produced by normalize()
 # What the shipped model was trained on: half-width, ASCII lower-case, any whitespace a space.
-NORMALIZATION = ("width", "lower", "space")
+NORMALIZATION = ("t2s", "width", "lower", "space")
 
 register_network("bigru_crf", "taskflow.tasks.lexical_analysis.model:LexicalNet")
 

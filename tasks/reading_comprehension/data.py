@@ -42,7 +42,7 @@ FEATURES = ("char_in_q", "bigram_left_in_q", "bigram_right_in_q", "trigram_left_
 
 # What the shipped model was trained on: half-width, ASCII lower-case, whitespace as spaces;
 # one char in, one char out, so offsets into the normalised text are offsets into the caller's.
-NORMALIZATION = ("width", "lower", "space")
+NORMALIZATION = ("t2s", "width", "lower", "space")
 normalise = Normalizer(NORMALIZATION)
 
 

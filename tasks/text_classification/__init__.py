@@ -34,7 +34,7 @@ __all__ = ["TextClassificationTask", "encode", "read_vocab", "normalize", "NORMA
 PAD, UNK = 0, 1
 # What the shipped sentiment model was trained on, and own-data recipes train with:
 # half-width, ASCII lower-case (one char per char).
-NORMALIZATION = ("width", "lower")
+NORMALIZATION = ("t2s", "width", "lower")
 normalize = Normalizer(NORMALIZATION)
 
 # "sentiment_cnn": the name the shipped sentiment package's manifest gives this network.

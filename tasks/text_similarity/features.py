@@ -29,7 +29,7 @@ MAX_WORD_LENGTH = 8
 
 
 # What the shipped model was trained on: half-width, ASCII lower-case, no whitespace or punctuation.
-NORMALIZATION = ("width", "lower", "strip")
+NORMALIZATION = ("t2s", "width", "lower", "strip")
 _NORMALIZE = Normalizer(NORMALIZATION)
 
 
