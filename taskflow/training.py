@@ -494,10 +494,18 @@ def print_report(report: Mapping[str, Any], *, title: str, headline: str, quiet:
     print(f"{title}: {headline}")
     rows = report["per_label"]
     columns = [c for c in ("train", "dev", "predicted", "precision", "recall", "f1") if any(c in r for r in rows.values())]
-    width = max([5, *map(len, rows)])
+    width = max([5, *map(_display_width, rows)])
     print(f"  {'label':<{width}}  " + "  ".join(f"{c:>9}" for c in columns))
     for label, row in rows.items():
-        print(f"  {label:<{width}}  " + "  ".join(f"{row.get(c, ''):>9}" for c in columns))
+        padding = " " * (width - _display_width(label))
+        print(f"  {label}{padding}  " + "  ".join(f"{row.get(c, ''):>9}" for c in columns))
+
+
+def _display_width(text: str) -> int:
+    """Columns ``text`` takes on a terminal: Chinese labels (酒店, 手机) take two a character."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
 def progress(total: int | None, description: str, *, quiet: bool):

@@ -6,7 +6,8 @@
   ``E-``, ``M-`` are read too).  Tokens are joined without spaces, as Chinese text is.
 * **CLUENER** JSON lines: ``{"text": "...", "label": {"TYPE": {"mention": [[start, end]]}}}``
   with ``end`` inclusive (CLUENER 2020's convention); ``"label": {}`` for a sentence
-  without entities.
+  without entities.  A mention that overlaps a longer one is left out (and reported by
+  the recipe): a tag a character holds one entity.
 
 Both become :class:`Sentence` objects, ``(text, spans, line)`` with ``(start, end, type)``
 spans, ``end`` exclusive.  Anything that is not a sentence (an ``I-`` tag with no entity to
@@ -35,6 +36,9 @@ class Sentence(NamedTuple):
     text: str
     spans: tuple[tuple[int, int, str], ...]
     line: int       # where the sentence starts in its file
+    # CLUENER mentions left out because they overlap a longer one: one tag a character cannot
+    # hold nested entities (CLUENER 2020's train has one, a company inside a book title).
+    dropped: tuple[tuple[int, int, str], ...] = ()
 
 
 def file_format(path: str | Path, encoding: str = "utf-8") -> str:
@@ -166,13 +170,10 @@ def read_cluener(path: str | Path, encoding: str = "utf-8") -> list[Sentence]:
                             "text; spans are character offsets [start, end] with end inclusive (CLUENER's "
                             "convention): fix the offsets", str(path), number)
                     spans.append((start, end + 1, entity))
-        spans.sort()
-        for (s1, e1, t1), (s2, e2, t2) in zip(spans, spans[1:]):
-            if s2 < e1:
-                raise TrainingDataError(
-                    f"{where}: mentions {text[s1:e1]!r} ({t1}) and {text[s2:e2]!r} ({t2}) overlap; a character "
-                    "belongs to one entity at most: drop one of them", str(path), number)
-        sentences.append(Sentence(text, tuple(spans), number))
+        kept, dropped = [], []
+        for span in sorted(spans, key=lambda x: (x[0] - x[1], x[0])):     # longest first
+            (dropped if any(span[0] < e and s < span[1] for s, e, _ in kept) else kept).append(span)
+        sentences.append(Sentence(text, tuple(sorted(kept)), number, tuple(sorted(dropped))))
     return sentences
 
 

@@ -121,6 +121,13 @@ def main(argv=None) -> int:
     else:
         # Held out by the first entity type a sentence has, so each type keeps sentences in train.
         train, dev = split_off_dev(train, args.dev_share, rng, label_of=lambda s: s.spans[0][2] if s.spans else "")
+    overlapping = [{"file": portable_path(path), "line": sentence.line, "mention": sentence.text[start:end],
+                    "type": entity} for path, sentences in ((args.train, train), (args.dev or args.train, dev))
+                   for sentence in sentences for start, end, entity in sentence.dropped]
+    if overlapping and not args.quiet:
+        log(f"warning: {len(overlapping)} mention(s) overlap a longer one and are left out (a character holds one "
+            f"entity), e.g. {overlapping[0]['mention']!r} ({overlapping[0]['type']}) at {overlapping[0]['file']}:"
+            f"{overlapping[0]['line']}; the manifest lists them")
     train_counts = Counter(entity for sentence in train for _, _, entity in sentence.spans)
     if not train_counts:
         raise TrainingDataError(f"{args.train} has no entities (every tag is O); a tagger learns from labelled "
@@ -187,6 +194,7 @@ def main(argv=None) -> int:
             "training": {
                 "train_file": portable_path(args.train), "dev_file": portable_path(args.dev) if args.dev else None,
                 "sentences": {"train": len(train), "dev": len(dev)}, "mentions_in_train": dict(train_counts),
+                "overlapping_mentions_left_out": overlapping,
                 "selection": "the epoch with the best dev entity F1", "best_epoch": best_epoch, "history": history,
                 "seed": args.seed,
                 "hyper_parameters": {k: getattr(args, k) for k in (
