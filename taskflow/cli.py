@@ -17,6 +17,7 @@ import contextlib
 import importlib
 import json
 import logging
+import os
 import sys
 
 from .errors import InvalidInputError, TaskflowError
@@ -105,11 +106,15 @@ def _cmd_run(argv: list[str]) -> int:
     parser.add_argument("--threads", type=int, help="Paddle CPU threads per process (default: cores / workers)")
     parser.add_argument("--task-path", help="directory of your own trained package")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--verbose", action="store_true",
+                        help="also show Paddle's own log lines and warnings (as TASKFLOW_VERBOSE=1 does)")
     _common_options(parser)
     task_flags = _add_task_options(parser, argv)
     args = parser.parse_intermixed_args(argv)   # options may come before or after the texts
     if bool(args.texts) == bool(args.input):
         parser.error("give either texts or --input FILE")
+    if args.verbose:
+        os.environ["TASKFLOW_VERBOSE"] = "1"   # read where Paddle is imported and exports, here and in workers
     _refuse_unused_job_options(args, parser)
     fields = args.field.split(",") if args.field else None
     options = dict(model=args.model, mode=args.mode, device=args.device, batch_size=args.batch_size, num_threads=args.threads,

@@ -27,12 +27,19 @@ from .errors import DeviceError, ExportError, OptionError, PaddleNotInstalledErr
 __all__ = ["Device", "Precision", "InputSpec", "PredictorOptions", "Predictor", "import_paddle"]
 
 
+def verbose() -> bool:
+    """Whether Paddle's own log lines and warnings should be shown (``TASKFLOW_VERBOSE=1``, or the
+    CLI's ``--verbose``); by default a run prints its results and nothing else."""
+    return os.environ.get("TASKFLOW_VERBOSE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def import_paddle():
     """Import paddle, or say how to install it."""
     try:
         with warnings.catch_warnings():
-            # Paddle 3 warns about a missing C++ compiler cache on every import.
-            warnings.filterwarnings("ignore", message=".*ccache.*")
+            if not verbose():
+                # Paddle 3 warns about a missing C++ compiler cache on every import.
+                warnings.filterwarnings("ignore", message=".*ccache.*")
             import paddle
     except ImportError as exc:
         raise PaddleNotInstalledError(
@@ -216,14 +223,14 @@ def paddle_device(device: Device):
 class _NativeStderr:
     """Holds what Paddle's C++ side writes to stderr (glog lines such as PIR's "not support input
     out tensor") during an export, so a default run prints results and nothing else; the text is
-    kept for the error message if the export fails, and passed through with TASKFLOW_VERBOSE=1."""
+    kept for the error message if the export fails, and passed through when :func:`verbose`."""
 
     def __init__(self):
         self.text = ""
 
     def __enter__(self):
         self._saved = None
-        if os.environ.get("TASKFLOW_VERBOSE", "").strip().lower() in ("1", "true", "yes", "on"):
+        if verbose():
             return self
         try:
             import sys

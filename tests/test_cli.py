@@ -1,6 +1,8 @@
 """The command line, called in-process through taskflow.cli.main."""
 
 import json
+import os
+import sys
 
 import pytest
 
@@ -139,3 +141,25 @@ def test_pair_fields_fill_the_pairs_slots_in_order(tiny_models, tmp_path, capsys
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(r["line"], r["text1"], r["text2"]) for r in rows] == [(2, "怎么修改微信密码", "微信密码怎么改"), (3, "明天天气", "信用卡")]
     assert [r["input_label"] for r in rows] == ["1", "0"]         # the file's own label, kept apart from ours
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("verbose", [False, True], ids=["default", "verbose"])
+def test_a_first_run_prints_its_results_and_nothing_else(tiny_sentiment, tmp_path, verbose):
+    """The first run exports the static program (where Paddle's C++ side logs) and imports Paddle (which
+    warns about ccache): by default stderr stays empty; --verbose lets Paddle speak."""
+    import shutil
+    import subprocess
+
+    package = shutil.copytree(tiny_sentiment, tmp_path / "model")    # a fresh copy: nothing exported yet
+    env = {**os.environ, "PPNLP_HOME": str(tmp_path / "home")}
+    env.pop("TASKFLOW_VERBOSE", None)
+    run = subprocess.run([sys.executable, "-m", "taskflow.cli", "sentiment_analysis", "这家店很好",
+                          "--task-path", str(package), *(["--verbose"] if verbose else [])],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["text"] == "这家店很好"
+    if verbose:
+        assert run.stderr.strip(), "Paddle's own lines are shown"
+    else:
+        assert run.stderr == "", run.stderr
