@@ -346,7 +346,9 @@ def _cmd_pack(argv: list[str]) -> int:
 
 def _cmd_train(argv: list[str]) -> int:
     if not argv or argv[0].startswith("-"):
-        print("usage: taskflow train TASK [recipe options]   (see `taskflow train TASK --help`)", file=sys.stderr)
+        print("usage: taskflow train TASK [recipe options]   (see `taskflow train TASK --help`)\n"
+              "       taskflow train TASK --train FILE [--dev FILE] --out DIR   your own labelled data, for "
+              "sentiment_analysis, text_classification, text_similarity and ner", file=sys.stderr)
         return 2
     from .registry import canonical_name
 
