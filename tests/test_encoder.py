@@ -23,6 +23,7 @@ from taskflow.encoder import CLS, NORMALIZATION, SEP, SPECIAL_TOKENS, CharVocab
 from taskflow.model import Model, network_class
 from taskflow.packages import write_package
 from taskflow.predictor import InputSpec, PredictorOptions
+from taskflow.text import Normalizer
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = Path(__file__).parent / "fixtures" / "encoder_parity.npz"
@@ -171,14 +172,9 @@ def _write_corpus(folder: Path) -> list[Path]:
 
 
 @pytest.mark.timeout(600)
-def test_the_recipe_pretrains_resumes_exactly_and_converts_to_a_package_paddle_runs(tmp_path):
+def test_the_recipe_pretrains_resumes_exactly_converts_and_fine_tunes_to_packages_paddle_runs(tmp_path):
     torch = pytest.importorskip("torch")
-    sys.path.insert(0, str(ROOT))
-    try:
-        from pretraining import convert, pretrain, vocab as vocab_recipe
-        from pretraining.model import Encoder, EncoderConfig
-    finally:
-        sys.path.remove(str(ROOT))
+    convert, finetune_span, pretrain, vocab_recipe, recipe_model = _import_recipe()
 
     corpus = [str(p) for p in _write_corpus(tmp_path)]
     vocab_recipe.main(["--corpus", *corpus, "--out", str(tmp_path / "vocab.txt"), "--size", "400", "--min-count", "1"])
@@ -223,8 +219,84 @@ def test_the_recipe_pretrains_resumes_exactly_and_converts_to_a_package_paddle_r
         ids[row, :len(encoded)] = encoded
     (hidden,) = model.predictor([InputSpec("input_ids", "int64", (8, 40))]).run({"input_ids": ids})
 
-    encoder = Encoder(EncoderConfig(**pieces_state["config"]["encoder"])).eval()
+    encoder = recipe_model.Encoder(recipe_model.EncoderConfig(**pieces_state["config"]["encoder"])).eval()
     encoder.load_state_dict({k[len("encoder."):]: v for k, v in pieces_state["model"].items() if k.startswith("encoder.")})
     with torch.no_grad():
         expected = encoder(torch.from_numpy(ids)).numpy()
     np.testing.assert_allclose(hidden, expected, atol=TOLERANCE, rtol=0)
+
+    # Fine-tuning for reading comprehension from the same checkpoint, to a package Paddle runs.
+    rng = random.Random(4)
+    documents = [line[:70] for path in corpus for line in gzip.decompress(Path(path).read_bytes()).decode().split("\n")
+                 if len(line) >= 70]
+    for split, chosen in (("train", documents[:40]), ("trial", documents[40:50]), ("dev", documents[50:60])):
+        _squad(tmp_path / f"{split}.json", chosen, rng)
+    span_package = tmp_path / "span_package"
+    assert finetune_span.main([
+        "--encoder", str(pieces / "checkpoint.pt"), "--train", str(tmp_path / "train.json"),
+        "--select", str(tmp_path / "trial.json"), "--report", str(tmp_path / "dev.json"), "--out", str(span_package),
+        "--max-seq-len", "40", "--doc-stride", "8", "--max-question-len", "12", "--max-answer-len", "8",
+        "--epochs", "2", "--batch-size", "16", "--threads", "1", "--checkpoint", str(tmp_path / "span.pt")]) == 0
+    reader = Model.load("reading_comprehension", None, task_path=span_package, options=PredictorOptions(num_threads=1))
+    assert reader.network_type == "transformer_span"
+    assert [h["epoch"] for h in reader.manifest["training"]["history"]] == [1.0, 2.0]
+    assert {"f1", "em", "mean_answer_len"} <= set(reader.manifest["metrics"]["report"])
+    assert reader.manifest["max_seq_len"] == 40 and reader.manifest["doc_stride"] == 8
+
+    examples = finetune_span.read_squad(tmp_path / "dev.json")
+    windows = finetune_span.make_windows(examples, CharVocab.load(reader.path("vocab.txt")), max_seq_len=40,
+                                         doc_stride=8, max_question_len=12)
+    ids, _, _ = finetune_span.collate(windows[:8])
+    start, end = reader.predictor([InputSpec("input_ids", "int64", (8, 40))]).run({"input_ids": ids.numpy()})
+    saved = torch.load(tmp_path / "span.pt", weights_only=False)
+    span_model = recipe_model.SpanExtractor(recipe_model.EncoderConfig(**saved["config"])).eval()
+    span_model.load_state_dict(saved["model"])
+    with torch.no_grad():
+        expected_start, expected_end = (t.numpy() for t in span_model(ids))
+    np.testing.assert_allclose(start, expected_start, atol=TOLERANCE, rtol=0)
+    np.testing.assert_allclose(end, expected_end, atol=TOLERANCE, rtol=0)
+
+
+def _squad(path: Path, documents: list[str], rng: random.Random) -> list[tuple[str, str, int]]:
+    """A SQuAD-format file: per document, one question whose answer is a few chars of it."""
+    rows, paragraphs = [], []
+    for number, context in enumerate(documents):
+        start = rng.randrange(3, len(context) - 4)
+        answer = context[start:start + rng.choice((2, 3, 4))]
+        question = context[start - 3:start] + "之后是什么？"
+        rows.append((context, answer, start))
+        paragraphs.append({"context": context, "qas": [{"id": f"Q{number}", "question": question,
+                                                        "answers": [{"text": answer, "answer_start": start}]}]})
+    path.write_text(json.dumps({"data": [{"paragraphs": paragraphs}]}, ensure_ascii=False), encoding="utf-8")
+    return rows
+
+
+def _import_recipe():
+    sys.path.insert(0, str(ROOT))
+    try:
+        from pretraining import convert, finetune_span, pretrain, vocab as vocab_recipe
+        from pretraining import model as recipe_model
+    finally:
+        sys.path.remove(str(ROOT))
+    return convert, finetune_span, pretrain, vocab_recipe, recipe_model
+
+
+def test_reading_comprehension_windows_point_at_the_answer_in_every_window_that_holds_it(tmp_path):
+    pytest.importorskip("torch")
+    _, finetune_span, _, _, _ = _import_recipe()
+    rng = random.Random(5)
+    documents = ["".join(rng.choice(_SYLLABLES) for _ in range(90)) + "ＡＢ" for _ in range(6)]
+    rows = _squad(tmp_path / "qa.json", documents, rng)
+    vocab = CharVocab([*SPECIAL_TOKENS, *sorted(set("".join(documents) + "之后是什么？ab"))])
+    examples = finetune_span.read_squad(tmp_path / "qa.json")
+    windows = finetune_span.make_windows(examples, vocab, max_seq_len=40, doc_stride=8, max_question_len=16)
+    for index, (context, answer, start) in enumerate(rows):
+        mine = [w for w in windows if w.example == index]
+        assert mine[0].begin == 0 and mine[-1].end == len(context) and len(mine) > 2
+        assert all(a.end - b.begin == 8 for a, b in zip(mine, mine[1:]) if b.end < len(context))
+        holding = [w for w in mine if w.begin <= start and start + len(answer) <= w.end]
+        assert holding and all(w.start_label > 0 for w in holding)
+        for w in holding:
+            assert vocab.decode(w.ids[w.start_label:w.end_label + 1]) == Normalizer(NORMALIZATION)(answer)
+            assert len(w.ids) <= 40 and w.ids[0] == CLS and w.ids[w.offset - 1] == SEP and w.ids[-1] == SEP
+        assert all(w.start_label == w.end_label == 0 for w in mine if all(w is not h for h in holding))
