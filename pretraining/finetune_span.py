@@ -23,6 +23,7 @@ This is the pilot's downstream score too: fine-tune each pretrained candidate br
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import random
@@ -153,9 +154,23 @@ def predict(model, examples: list[dict], windows: list[Window], *, batch_size: i
     return [examples[i]["context"][best[i][1]:best[i][2]] if i in best else "" for i in range(len(examples))]
 
 
-def score(model, examples, windows, args, device, autocast) -> dict:
-    from taskflow.tasks.reading_comprehension.metrics import evaluate
+def cmrc_evaluate():
+    """CMRC 2018's scoring, from the task's own module."""
+    try:
+        from taskflow.tasks.reading_comprehension.metrics import evaluate
+    except ImportError:
+        # A checkout that is not installed (the GPU machine): taskflow.tasks is mapped onto tasks/
+        # only by an install, and the module needs nothing but the standard library.
+        path = Path(__file__).resolve().parent.parent / "tasks" / "reading_comprehension" / "metrics.py"
+        spec = importlib.util.spec_from_file_location("cmrc2018_metrics", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        evaluate = module.evaluate
+    return evaluate
 
+
+def score(model, examples, windows, args, device, autocast) -> dict:
+    evaluate = cmrc_evaluate()
     predictions = predict(model, examples, windows, batch_size=args.batch_size * 2,
                           max_answer_len=args.max_answer_len, device=device, autocast=autocast)
     result = evaluate([e["answers"] for e in examples], predictions)
