@@ -121,6 +121,33 @@ def test_lexical_recipe(tmp_path):
     (words,) = Taskflow("lexical_analysis", task_path=out)(["李明在上海见到了王芳"])
     assert "".join(words["segs"]) == "李明在上海见到了王芳" and len(words["tags"]) == len(words["segs"])
 
+    # Other genres: CLUENER's gold entities and silver corpus lines, labelled by a teacher (the package above).
+    cluener = [{"text": "哈哈，李明去了杭州", "label": {"name": {"李明": [[3, 4]]}, "address": {"杭州": [[7, 8]]}}},
+               {"text": "王芳在新华社当记者", "label": {"name": {"王芳": [[0, 1]]}, "company": {"新华社": [[3, 5]]},
+                                                   "position": {"记者": [[7, 8]]}}}]
+    for split in ("train", "dev"):
+        write(data / f"ner/cluener2020/{split}.json", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in cluener))
+    corpus = write(tmp_path / "corpus.txt", "".join(f"哈哈，{p}昨天在{q}见到了朋友\n" for p in PEOPLE for q in PLACES))
+    again = train("lexical_analysis", "--data-dir", str(data), "--out", str(tmp_path / "model2"), "--epochs", "1",
+                  "--batch-size", "16", "--char-dim", "8", "--bigram-dim", "4", "--hidden-size", "8",
+                  "--num-layers", "1", "--min-char-count", "1", "--min-bigram-count", "1", "--name-lists", "4",
+                  "--dev-name-lists", "4", "--max-length", "64", "--teacher", str(out), "--silver-corpus",
+                  str(corpus), "--silver-lines", "8", "--select-on-genres", "--max-bigrams", "50")
+    assert again["architecture"]["bigram_vocab_size"] <= 52
+    assert set(again["training"]["data"]["other_genres"]) == {"teacher", "cluener_train", "silver"}
+    assert {"cluener_dev", "genre_dev"} <= set(again["training"]["history"][0])   # scored every epoch
+    assert set(again["metrics"]) >= {"cluener_dev_mapped_entities", "genre_dev_entities"}
+
+
+def test_cluener_mentions_are_imposed_on_the_teachers_words():
+    from taskflow.tasks.lexical_analysis.silver import _impose
+
+    # The teacher read 那不勒斯vs as one ORG; the gold ORG 那不勒斯 cuts it, and the rest is no entity.
+    words = [(0, 6, "ORG"), (6, 9, "ORG")]
+    assert _impose(9, words, [(0, 4, "ORG"), (6, 9, "ORG")]) == [(0, 4, "ORG"), (4, 6, "nz"), (6, 9, "ORG")]
+    # A gold span joins words; what the teacher said elsewhere stays.
+    assert _impose(6, [(0, 1, "n"), (1, 3, "v"), (3, 6, "n")], [(1, 6, "LOC")]) == [(0, 1, "n"), (1, 6, "LOC")]
+
 
 # --------------------------------------------------------------------- text_similarity
 

@@ -33,10 +33,12 @@ from taskflow.training import (PackageDraft, framework_versions, log, recipe_par
 
 from . import BOS, EOS, NORMALIZATION, encode, normalize
 from .augment import augment, name_list_sentences
+from .silver import CLUENER_TO_LAC, Teacher, cluener_sentences, corpus_lines, read_genre_dev, silver_sentences
 from .data import (LAC_TAGS, LAC_TO_COARSE, UPOS_TO_COARSE, JIEBA_TO_LAC, Lexicon, derive_sentence, is_punctuation,
                    read_bio_file, read_conll, read_word_tag_file, tag_counts)
 
 LABELS = [f"{tag}-{part}" for tag in LAC_TAGS for part in "BI"]
+GENRE_DEV = Path(__file__).parent / "dev" / "genre_dev.jsonl"   # hand-checked, out of MSRA's genre (dev/README.md)
 LABEL_ID = {label: i for i, label in enumerate(LABELS)}
 _SPLIT_AFTER = set("，。；！？：,;!?:、")
 
@@ -84,15 +86,38 @@ def with_spaces(words: list[tuple[str, str]], rng: random.Random, rate: float) -
     return out
 
 
-def build_vocab(texts: list[str], min_char: int, min_bigram: int) -> tuple[list[str], list[str]]:
+def build_vocab(texts: list[str], min_char: int, min_bigram: int,
+                max_bigrams: int = 0) -> tuple[list[str], list[str]]:
+    """Chars and bigrams seen often enough; at most ``max_bigrams`` bigrams, the most frequent (the
+    bigram table is most of the package's size)."""
     chars, bigrams = Counter(), Counter()
     for text in texts:
         chars.update(text)
         padded = BOS + text + EOS
         bigrams.update(padded[i:i + 2] for i in range(len(text) + 1))
     char_list = ["[PAD]", "[UNK]"] + sorted(c for c, n in chars.items() if n >= min_char)
-    bigram_list = ["[PAD]", "[UNK]"] + sorted(b for b, n in bigrams.items() if n >= min_bigram)
+    frequent = [(b, n) for b, n in bigrams.most_common(max_bigrams or None) if n >= min_bigram]
+    bigram_list = ["[PAD]", "[UNK]"] + sorted(b for b, _ in frequent)
     return char_list, bigram_list
+
+
+def other_genres(args, paths: dict[str, Path]) -> list[list[tuple[str, str]]]:
+    """CLUENER train with its gold entities and corpus lines with silver labels, both labelled by
+    ``--teacher`` (silver.py); none without a teacher."""
+    if not args.teacher:
+        return []
+    teacher = Teacher(args.teacher)
+    sentences = []
+    if paths.get("cluener_train"):
+        sentences += cluener_sentences(paths["cluener_train"], teacher)
+        log(f"CLUENER train: {len(sentences)} sentences, gold entities mapped, the teacher's words elsewhere")
+    if args.silver_lines and args.silver_corpus:
+        exclude = {text for text, _ in read_genre_dev(paths["genre_dev"])} if paths.get("genre_dev") else set()
+        lines = corpus_lines(args.silver_corpus.split(","), args.silver_lines, exclude=exclude, seed=args.seed)
+        silver = silver_sentences(lines, teacher)
+        log(f"silver: {len(silver)} corpus lines labelled by the teacher, entities checked by jieba")
+        sentences += silver
+    return sentences
 
 
 def batches(examples: list[tuple[str, list[int]]], batch_size: int, rng: random.Random) -> list[list[int]]:
@@ -187,13 +212,13 @@ def training_examples(args, paths: dict[str, Path], rng: random.Random):
 
     extra = augment(train_sents, rng, replace_share=args.replace_share, lists=args.name_lists)
     log(f"augmentation: {len(extra)} sentences (mention-replaced copies and {args.name_lists} name lists)")
-    real = [p for s in train_sents for p in split_long(s, args.max_train_length)]
+    real = [p for s in train_sents + other_genres(args, paths) for p in split_long(s, args.max_train_length)]
     pieces = real + [p for s in extra for p in split_long(s, args.max_train_length)]
     pieces = [with_spaces(p, rng, 0.15) if rng.random() < args.space_rate else p for p in pieces]
     examples = [sentence_to_example(p) for p in pieces]
     # The vocabulary comes from the real pieces only: made-up names would add rare chars and bigrams.
     char_list, bigram_list = build_vocab([t for t, _ in examples[:len(real)]], args.min_char_count,
-                                         args.min_bigram_count)
+                                         args.min_bigram_count, args.max_bigrams)
     log(f"{len(examples)} training pieces, {len(char_list)} chars, {len(bigram_list)} bigrams")
     return examples, char_list, bigram_list, lexicon, dev_gold
 
@@ -211,6 +236,10 @@ def train(args) -> None:
     dev_texts = [normalize("".join(w for w, _ in s)) for s in dev_gold]
     dev_lists = dev_name_lists(dev_gold, args.dev_name_lists)
     dev_list_texts = [normalize("".join(w for w, _ in s)) for s in dev_lists]
+    # Off MSRA's genre, scored every epoch and part of the selection when given.
+    genre_sets = {name: items for name, items in (
+        ("cluener_dev", read_cluener_dev(paths["cluener_dev"]) if paths.get("cluener_dev") else None),
+        ("genre_dev", read_genre_dev(paths["genre_dev"]) if paths.get("genre_dev") else None)) if items}
 
     architecture = {
         "vocab_size": len(char_list), "bigram_vocab_size": len(bigram_list), "num_tags": len(LABELS),
@@ -254,11 +283,17 @@ def train(args) -> None:
                 break
         scores = score_msra(predict_dynamic(network, dev_texts, chars, bigrams), dev_gold)
         list_scores = score_msra(predict_dynamic(network, dev_list_texts, chars, bigrams), dev_lists)
-        selection = (scores["segmentation"]["f1"] + scores["entities"]["f1"]) / 2
+        genre_scores = {name: score_spans(predict_dynamic(network, [normalize(g[0]) for g in items], chars, bigrams),
+                                          items)["all"] for name, items in genre_sets.items()}
+        parts = [scores["segmentation"]["f1"], scores["entities"]["f1"]]
+        if args.select_on_genres:
+            parts += [genre["f1"] for genre in genre_scores.values()]
+        selection = sum(parts) / len(parts)
         history.append({"epoch": epoch, "step": step, "minutes": round((time.time() - started) / 60, 1),
                         "train_loss": round(epoch_loss / max(seen, 1), 4), "dev": scores,
-                        "dev_name_lists": list_scores["entities"]})
-        log(f"epoch {epoch} dev {scores} name lists {list_scores['entities']} ({history[-1]['minutes']} min)")
+                        "dev_name_lists": list_scores["entities"], **genre_scores, "selection": round(selection, 4)})
+        log(f"epoch {epoch} dev {scores} name lists {list_scores['entities']} {genre_scores} "
+            f"({history[-1]['minutes']} min)")
         if selection > best:
             best, best_state = selection, snapshot(network)
         if time.time() - started > budget:
@@ -294,13 +329,23 @@ def write(args, network, architecture, char_list, bigram_list, history, lexicon)
                            "mapped to LAC tags; jieba POS HMM for name-tagged and unknown words",
                     "time": "rule set in tasks/lexical_analysis/data.py (dates, clock times, deictic time words)",
                     "lexicons": lexicon.sources,
+                    **({"other_genres": {
+                        "teacher": Path(args.teacher).name,
+                        "cluener_train": "CLUENER 2020 train, gold name/address/organization/company/government "
+                                         "as PER/LOC/ORG, position/book/movie/game as n/nw (silver.py)",
+                        "silver": f"{args.silver_lines} corpus lines from {args.silver_corpus and [Path(c).name for c in args.silver_corpus.split(',')]}, "
+                                  "teacher labels, entities kept where jieba agrees",
+                    }} if args.teacher else {}),
                 },
                 "hyper_parameters": {k: getattr(args, k) for k in (
                     "epochs", "batch_size", "lr", "dropout", "max_train_length", "min_char_count",
-                    "min_bigram_count", "space_rate", "replace_share", "name_lists", "seed", "time_budget")},
+                    "min_bigram_count", "max_bigrams", "space_rate", "replace_share", "name_lists", "seed",
+                    "time_budget", "silver_lines", "select_on_genres")},
                 "augmentation": "mention replacement and synthetic name lists from training names (augment.py)",
                 "history": history,
-                "selection": "best (MSRA dev segmentation F1 + entity F1) / 2 after each epoch",
+                "selection": ("best mean of MSRA dev segmentation F1, entity F1, CLUENER dev (mapped) and genre dev "
+                              "entity F1 after each epoch" if args.select_on_genres else
+                              "best (MSRA dev segmentation F1 + entity F1) / 2 after each epoch"),
             },
             "frameworks": framework_versions("paddlepaddle", "numpy"),
         })
@@ -323,11 +368,20 @@ def data_paths(args) -> dict[str, Path]:
             raise SystemExit(f"give --data-dir or the path of {relative}")
         return root / relative
 
+    def optional(value, relative):
+        if value:
+            return Path(value)
+        return root / relative if root is not None and (root / relative).is_file() else None
+
     return {
         "msra": pick(args.msra_dir, "lexical/msra_seg_propn"),
         "jieba_small": pick(args.jieba_dict, "lexicon/jieba_dict_small/dict_small.tsv"),
         "ner_test": pick(args.ner_test, "ner/msra/test.txt"),
         "ud_test": pick(args.ud_test, "lexical/ud_chinese_gsd/test.conll"),
+        # Out of MSRA's genre: optional (the recipe ran without them before), found under --data-dir.
+        "cluener_train": optional(args.cluener_train, "ner/cluener2020/train.json"),
+        "cluener_dev": optional(args.cluener_dev, "ner/cluener2020/dev.json"),
+        "genre_dev": Path(args.genre_dev) if args.genre_dev else GENRE_DEV,
     }
 
 
@@ -355,6 +409,36 @@ def _entity_scores(predicted, gold) -> dict:
         counts["all"][1] += len(pred)
         counts["all"][2] += len(ref)
     return {label: prf(*c) for label, c in counts.items()}
+
+
+def read_cluener_dev(path: Path) -> list[tuple[str, list[tuple[int, int, str]], list[tuple[int, int]]]]:
+    """CLUENER dev mapped to PER/LOC/ORG: ``(text, gold spans, unscored spans)``.  Scenes (景点) are
+    unscored: LAC's convention calls some of them LOC (黄山) and some ORG (故宫博物院), CLUENER neither."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        gold, unscored = [], []
+        for kind, mentions in row.get("label", {}).items():
+            tag = CLUENER_TO_LAC[kind]
+            for spans in mentions.values():
+                for start, end in spans:
+                    if tag in ("PER", "LOC", "ORG"):
+                        gold.append((start, end + 1, tag))
+                    elif tag is None:
+                        unscored.append((start, end + 1))
+        out.append((row["text"], gold, unscored))
+    return out
+
+
+def score_spans(predicted, gold) -> dict:
+    """PER/LOC/ORG P/R/F1 of predicted words against ``(text, spans[, unscored])`` items; a predicted
+    entity that overlaps an unscored span counts neither way."""
+    items = [(g[0], g[1], g[2] if len(g) > 2 else []) for g in gold]
+    kept = [[(s, e, t) for s, e, t in words if not any(s < b and a < e for a, b in unscored)]
+            for words, (_, _, unscored) in zip(predicted, items)]
+    return _entity_scores(kept, [(text, spans) for text, spans, _ in items])
 
 
 def _pos_scores(predicted, sentences) -> dict:
@@ -428,6 +512,14 @@ def evaluate_package(package_dir, paths: dict[str, Path], *, name_lists: int = 2
     report["model"]["msra_ner_test"] = _entity_scores(words_of(ner_texts), ner_gold)
     report["jieba"]["msra_ner_test"] = _entity_scores([_jieba_words(posseg, t) for t in ner_texts], ner_gold)
 
+    for name, items in (("cluener_dev_mapped", read_cluener_dev(paths["cluener_dev"]) if paths.get("cluener_dev") else None),
+                        ("genre_dev", read_genre_dev(paths["genre_dev"]) if paths.get("genre_dev") else None)):
+        if items:
+            texts = [item[0] for item in items]
+            log(f"{name}: {len(texts)} sentences")
+            report["model"][name] = score_spans(words_of(texts), items)
+            report["jieba"][name] = score_spans([_jieba_words(posseg, t) for t in texts], items)
+
     ud = list(read_conll(paths["ud_test"]))
     ud_texts = ["".join(f for f, _, _ in s) for s in ud]
     log(f"UD-GSD test: {len(ud_texts)} sentences")
@@ -442,6 +534,8 @@ def evaluate_package(package_dir, paths: dict[str, Path], *, name_lists: int = 2
             "msra_dev_name_lists_entities": report["model"]["msra_dev_name_lists"]["entities"],
             "msra_ner_test_entities": report["model"]["msra_ner_test"],
             "ud_gsd_test_coarse_pos": report["model"]["ud_gsd_test_coarse_pos"],
+            **{f"{name}_entities": report["model"][name] for name in ("cluener_dev_mapped", "genre_dev")
+               if name in report["model"]},
             "jieba_0.42.1_same_data": report["jieba"],
         }})
     return report
@@ -456,6 +550,18 @@ def parse_args(argv):
     parser.add_argument("--jieba-dict", help="jieba dict_small.tsv (term, freq, pos)")
     parser.add_argument("--ner-test", help="MSRA NER test.txt (char<TAB>BIO)")
     parser.add_argument("--ud-test", help="UD Chinese-GSD test.conll")
+    parser.add_argument("--cluener-train", help="CLUENER 2020 train.json (gold entities; needs --teacher)")
+    parser.add_argument("--cluener-dev", help="CLUENER 2020 dev.json (scored every epoch, mapped to PER/LOC/ORG)")
+    parser.add_argument("--genre-dev", help="out-of-genre dev set (default: dev/genre_dev.jsonl beside this recipe)")
+    parser.add_argument("--teacher", metavar="PACKAGE",
+                        help="a lexical package that labels the CLUENER and corpus sentences (silver.py); "
+                             "without it the recipe trains on MSRA alone, as before")
+    parser.add_argument("--silver-corpus", help="comma-separated corpus files (gzip) for silver sentences")
+    parser.add_argument("--silver-lines", type=int, default=0, help="corpus lines to label with the teacher")
+    parser.add_argument("--select-on-genres", action="store_true",
+                        help="pick the epoch on MSRA dev and the CLUENER / genre dev sets together")
+    parser.add_argument("--max-bigrams", type=int, default=100000,
+                        help="keep at most this many bigrams, the most frequent (package size)")
     parser.add_argument("--evaluate-only", metavar="PACKAGE", help="only evaluate an existing package")
     parser.add_argument("--no-evaluate", action="store_true", help="skip the held-out evaluation")
     parser.add_argument("--epochs", type=int, default=8)
