@@ -69,12 +69,7 @@ class Taskflow:
             "home": None if home is None else str(home), "offline": offline, **task_options,
         }
         registered = get_task_class(task)
-        package_task, model_name = self.locate(registered, model, mode)
-        if not model_name and task_path is None:
-            raise ModelNotFoundError(
-                f"task {registered.name!r} has no bundled model: it runs a model you train on your own labelled "
-                f"data. Train one with `taskflow train {registered.name} --train train.csv --dev dev.csv "
-                f"--text-field text --label-field label --out my_model/`, then pass task_path='my_model/'")
+        package_task, model_name = self.locate(registered, model, mode, own_package=task_path is not None)
         cls = registered.class_for(package_task)
         _check_option_names(cls, task_options)
         options = PredictorOptions(
@@ -85,13 +80,20 @@ class Taskflow:
         self.task = cls(loaded, batch_size=batch_size, **task_options)
 
     @staticmethod
-    def locate(cls, model: str | None = None, mode: str | None = None) -> tuple[str, str]:
+    def locate(cls, model: str | None = None, mode: str | None = None, *,
+               own_package: bool = False) -> tuple[str, str]:
         """``(package task, model name)`` for a task class and the user's model/mode choice.
 
         ``"other_task/name"`` runs a model packaged under another task's folder,
         so thin tasks (e.g. word segmentation over the lexical model) share one package.
+        A task with no bundled model (text_classification) needs ``own_package`` (a task_path).
         """
         package_task, _, name = Taskflow._pick_model(cls, model, mode).rpartition("/")
+        if not name and not own_package:
+            raise ModelNotFoundError(
+                f"task {cls.name!r} has no bundled model: it runs a model you train on your own labelled "
+                f"data. Train one with `taskflow train {cls.name} --train train.csv --dev dev.csv "
+                f"--text-field text --label-field label --out my_model/`, then pass task_path='my_model/'")
         return package_task or cls.name, name
 
     @staticmethod

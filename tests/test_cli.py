@@ -163,3 +163,9 @@ def test_a_first_run_prints_its_results_and_nothing_else(tiny_sentiment, tmp_pat
         assert run.stderr.strip(), "Paddle's own lines are shown"
     else:
         assert run.stderr == "", run.stderr
+
+
+def test_download_of_a_task_without_a_bundled_model_says_how_to_train_one(capsys):
+    assert main(["download", "text_classification"]) == 2
+    err = capsys.readouterr().err
+    assert "has no bundled model" in err and "taskflow train text_classification --train" in err
