@@ -74,7 +74,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     train = parser.add_argument_group("training")
     train.add_argument("--out", help="run folder: checkpoint, loss log, vocab (default: the --resume checkpoint's)")
     train.add_argument("--resume", help="a checkpoint.pt to continue")
-    train.add_argument("--batch-size", type=int, default=128)
+    train.add_argument("--batch-size", type=int, help="sequences per step (default: 128, or a resumed run's own)")
     train.add_argument("--lr", type=float, default=6e-4)
     train.add_argument("--min-lr-ratio", type=float, default=0.1, help="the decay ends at lr * this")
     train.add_argument("--warmup-steps", type=int, default=1000)
@@ -185,16 +185,18 @@ def main(argv=None) -> int:
         # What defines the run comes from the checkpoint; what this piece does (its budget, its
         # corpus files, where they are) from the command line.
         for name in ("layers", "hidden", "heads", "ffn", "max_len", "dropout", "objective", "generator_fraction",
-                     "discriminator_weight", "batch_size", "lr", "min_lr_ratio", "warmup_steps", "weight_decay",
+                     "discriminator_weight", "lr", "min_lr_ratio", "warmup_steps", "weight_decay",
                      "grad_clip", "seed", "segmenter", "mask_rate", "heldout"):
             setattr(args, name, kept[name])
-        for name in ("total_steps", "seq_len", "log_every"):
+        # These may change between pieces, e.g. a last phase at --seq-len 512 with a smaller batch.
+        for name in ("total_steps", "seq_len", "batch_size", "log_every"):
             if getattr(args, name) is None:
                 setattr(args, name, kept[name])
         args.out = args.out or str(Path(args.resume).parent)
     args.total_steps = args.total_steps or 30000
     args.seq_len = args.seq_len or 128
     args.log_every = args.log_every or 50
+    args.batch_size = args.batch_size or 128
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
