@@ -171,6 +171,7 @@ def _write_corpus(folder: Path) -> list[Path]:
     return paths
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_the_recipe_pretrains_resumes_exactly_converts_and_fine_tunes_to_packages_paddle_runs(tmp_path):
     torch = pytest.importorskip("torch")
@@ -224,6 +225,18 @@ def test_the_recipe_pretrains_resumes_exactly_converts_and_fine_tunes_to_package
     with torch.no_grad():
         expected = encoder(torch.from_numpy(ids)).numpy()
     np.testing.assert_allclose(hidden, expected, atol=TOLERANCE, rtol=0)
+
+    # float16 storage halves the matrices on disk; Paddle reads them back as float32.
+    halved = tmp_path / "package16"
+    convert.main([str(pieces / "checkpoint.pt"), "--out", str(halved), "--float16"])
+    with np.load(halved / "weights.npz") as stored, np.load(package / "weights.npz") as full:
+        assert {stored[k].dtype.name for k in stored.files if stored[k].ndim >= 2} == {"float16"}
+        assert {stored[k].dtype.name for k in stored.files if stored[k].ndim < 2} == {"float32"}
+        assert set(stored.files) == set(full.files)
+    small = Model.load("encoder", None, task_path=halved, options=PredictorOptions(num_threads=1))
+    (hidden16,) = small.predictor([InputSpec("input_ids", "int64", (8, 40))]).run({"input_ids": ids})
+    assert hidden16.dtype == np.float32
+    np.testing.assert_allclose(hidden16, expected, atol=2e-2, rtol=0)
 
     # Fine-tuning for reading comprehension from the same checkpoint, to a package Paddle runs.
     rng = random.Random(4)
