@@ -170,7 +170,7 @@ def _run_job(flow, args: argparse.Namespace, fields) -> int:
 
     try:
         summary = run_file(
-            flow.task, args.input, args.output, fields=fields, workers=args.workers, worker_config=flow._config,
+            flow.task, args.input, args.output, fields=fields, workers=args.workers, worker_spec=flow.spec,
             resume=args.resume, on_error=args.on_error, errors_path=args.errors,
             progress=False if args.quiet else None, encoding=args.encoding,
             id_fields=args.id_field.split(",") if args.id_field else None, max_record_bytes=args.max_record_bytes,

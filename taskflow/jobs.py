@@ -111,14 +111,13 @@ def _default_sigterm() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _worker_main(config: dict, tasks, results, stop) -> None:
-    """A worker process: build the pipeline, then answer chunks until a ``None`` sentinel."""
+def _worker_main(spec, threads: int, tasks, results, stop) -> None:
+    """A worker process: build the pipeline from ``spec`` (a :class:`taskflow.pipeline.PipelineSpec`),
+    then answer chunks until a ``None`` sentinel."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group; the parent decides
     with _sigterm_held():  # a SIGTERM while Paddle loads would hang in its handler; it ends the worker after
         try:
-            from .pipeline import Taskflow
-
-            task = Taskflow(**config).task
+            task = spec.build_task(default_threads=threads)
             _without_paddle_signal_handlers()
         except BaseException:
             with contextlib.suppress(OSError):
@@ -157,10 +156,10 @@ class _Worker:
     dies, into events on the pool's queue.
     """
 
-    def __init__(self, ctx, config: dict, slot: int, stop, events: queue.SimpleQueue):
+    def __init__(self, ctx, spec, threads: int, slot: int, stop, events: queue.SimpleQueue):
         task_reader, task_writer = ctx.Pipe(duplex=False)
         result_reader, result_writer = ctx.Pipe(duplex=False)
-        self.process = ctx.Process(target=_worker_main, args=(config, task_reader, result_writer, stop),
+        self.process = ctx.Process(target=_worker_main, args=(spec, threads, task_reader, result_writer, stop),
                                    name=f"taskflow-worker-{slot}", daemon=True)
         try:
             with _no_missing_main_file():
@@ -275,13 +274,11 @@ def _refuse_in_worker_bootstrap() -> None:
 class _WorkerPool:
     """N spawned workers running chunks in order, with bounded prefetch and fault handling."""
 
-    def __init__(self, config: dict, workers: int, *, source: str, chunk_timeout: float | None,
+    def __init__(self, spec, workers: int, *, source: str, chunk_timeout: float | None,
                  startup_timeout: float, shutdown_timeout: float, call_site: str = ""):
-        config = dict(config)
-        if config.get("num_threads") is None:
-            # N processes x threads each <= cores: oversubscribing 2 cores only adds switching.
-            config["num_threads"] = max(1, (os.cpu_count() or 1) // workers)
-        self.config, self.source, self.call_site = config, source, call_site
+        # Unless the caller chose: N processes x threads each <= cores (oversubscribing only adds switching).
+        self.threads = max(1, (os.cpu_count() or 1) // workers)
+        self.spec, self.source, self.call_site = spec, source, call_site
         self.chunk_timeout, self.startup_timeout, self.shutdown_timeout = chunk_timeout, startup_timeout, shutdown_timeout
         self.ctx = multiprocessing.get_context("spawn")
         self.stop = self.ctx.RawValue(ctypes.c_bool, False)  # lock-free: a killed worker cannot leave it held
@@ -291,7 +288,7 @@ class _WorkerPool:
         self.workers: list[_Worker] = []
         try:
             for slot in range(workers):
-                self.workers.append(_Worker(self.ctx, self.config, slot, self.stop, self.events))
+                self.workers.append(_Worker(self.ctx, self.spec, self.threads, slot, self.stop, self.events))
         except BaseException:
             self.abort()
             raise
@@ -408,7 +405,7 @@ class _WorkerPool:
         self.faults.append(f"worker process {worker.pid} {what}{when}")
         logger.warning(self.faults[-1])
         self.workers.remove(worker)
-        fresh = _Worker(self.ctx, self.config, worker.slot, self.stop, self.events)
+        fresh = _Worker(self.ctx, self.spec, self.threads, worker.slot, self.stop, self.events)
         self.workers.append(fresh)
         for chunk_id in worker.in_flight:
             self._assign(fresh, chunk_id, sent[chunk_id])
@@ -697,7 +694,7 @@ def run_file(
     fields: Sequence[str] | None = None,
     chunk_size: int | None = None,
     workers: int = 1,
-    worker_config: dict | None = None,
+    worker_spec=None,
     resume: bool = False,
     on_error: str = "raise",
     errors_path: str | os.PathLike | None = None,
@@ -716,7 +713,8 @@ def run_file(
     ``on_error="raise"`` stops at the first bad record (naming file and line;
     what was done so far is kept for ``resume=True``); ``"skip"`` writes each
     bad record to ``errors_path`` (default ``<output>.errors.jsonl``) and goes on.
-    ``workers=N`` (N > 1) runs N spawned processes built from ``worker_config``;
+    ``workers=N`` (N > 1) runs N spawned processes, each building its pipeline from
+    ``worker_spec`` (``Taskflow.spec``: the jobs layer knows tasks, not how pipelines are made);
     one that gives no answer for ``chunk_timeout`` seconds is taken as hung.
     """
     _refuse_in_worker_bootstrap()
@@ -725,9 +723,9 @@ def run_file(
         raise InvalidInputError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise InvalidInputError(f"workers must be a positive int, got {workers!r}")
-    if workers > 1 and worker_config is None:
-        raise InvalidInputError("workers > 1 needs worker_config, the Taskflow options to rebuild the pipeline "
-                                "in each process; use Taskflow.predict_file")
+    if workers > 1 and worker_spec is None:
+        raise InvalidInputError("workers > 1 needs worker_spec (Taskflow.spec), to rebuild the pipeline in each "
+                                "process; use Taskflow.predict_file")
     for name, value in (("chunk_timeout", chunk_timeout), ("startup_timeout", startup_timeout),
                         ("shutdown_timeout", shutdown_timeout)):
         if value is not None and (not isinstance(value, (int, float)) or value <= 0):
@@ -762,7 +760,7 @@ def run_file(
             try:
                 _run(task, source, files, summary, chunk_size=chunk_size, workers=workers, on_error=on_error,
                      progress=progress, pool_options=dict(
-                         config=worker_config, workers=workers, source=str(input_path), chunk_timeout=chunk_timeout,
+                         spec=worker_spec, workers=workers, source=str(input_path), chunk_timeout=chunk_timeout,
                          startup_timeout=startup_timeout, shutdown_timeout=shutdown_timeout, call_site=call_site))
                 if files.finish():
                     summary.errors_file = str(errors_path)
@@ -787,7 +785,7 @@ def _run(task, source: InputFile, files: _Checkpointed, summary: JobSummary, *, 
                        "says are done; is it the same file? Run without --resume to start over")
     show = progress if progress is not None else None
     total = count_records(source.path) if show is not False else None
-    pool = _WorkerPool(pool_options.pop("config"), pool_options.pop("workers"), **pool_options) if workers > 1 else None
+    pool = _WorkerPool(pool_options.pop("spec"), pool_options.pop("workers"), **pool_options) if workers > 1 else None
     try:
         chunks = iter_chunks(source, chunk_size)
         outcomes = pool.map(chunks) if pool else (process_chunk(task, c, source.source) for c in chunks)

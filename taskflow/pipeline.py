@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from .display import Results
 from .errors import ModelNotFoundError, OptionError, UnknownModelError
@@ -13,7 +14,23 @@ from .predictor import PredictorOptions
 from .registry import get_task_class, task_names
 from .packages import available_models
 
-__all__ = ["Taskflow"]
+__all__ = ["Taskflow", "PipelineSpec"]
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    """A Taskflow's options: enough to build the same pipeline in another process (a batch job's
+    workers), and picklable, as the pipeline with its predictor is not.  The jobs layer receives
+    one and calls :meth:`build_task`, so it never imports the pipeline."""
+
+    options: Mapping[str, Any]
+
+    def build_task(self, *, default_threads: int | None = None):
+        """The task of a new pipeline; ``default_threads`` where the options leave Paddle's threads open."""
+        options = dict(self.options)
+        if options.get("num_threads") is None:
+            options["num_threads"] = default_threads
+        return Taskflow(**options).task
 
 
 class Taskflow:
@@ -61,13 +78,12 @@ class Taskflow:
         **task_options: Any,
     ):
         home, device = _paddlenlp_names(task_options, home, device)
-        # Enough to rebuild this pipeline in a worker process (see predict_file).
-        self._config = {
+        self.spec = PipelineSpec({
             "task": task, "model": model, "mode": mode, "device": device, "batch_size": batch_size,
             "precision": precision, "num_threads": num_threads, "static": static, "tensorrt": tensorrt,
             "task_path": None if task_path is None else str(task_path),
             "home": None if home is None else str(home), "offline": offline, **task_options,
-        }
+        })
         registered = get_task_class(task)
         package_task, model_name = self.locate(registered, model, mode, own_package=task_path is not None)
         cls = registered.class_for(package_task)
@@ -198,7 +214,7 @@ class Taskflow:
         from .jobs import run_file
 
         return run_file(
-            self.task, input_path, output_path, fields=fields, workers=workers, worker_config=self._config,
+            self.task, input_path, output_path, fields=fields, workers=workers, worker_spec=self.spec,
             resume=resume, on_error=on_error, errors_path=errors_path, chunk_size=chunk_size, progress=progress,
         )
 

@@ -43,7 +43,7 @@ def _results(path, lines=None):
 
 def _job(flow, source, target, **options):
     """Taskflow.predict_file with run_file's reading options (encoding, id_fields...), as the CLI runs it."""
-    return run_file(flow.task, source, target, worker_config=flow._config, progress=False, **options)
+    return run_file(flow.task, source, target, worker_spec=flow.spec, progress=False, **options)
 
 
 def _txt(path, texts):
