@@ -273,9 +273,5 @@ class KnowledgeMiningTask(LexicalStages):
                         "termid": termid or None})
         return {"text": text, "items": out}
 
-    def render_html(self, results, items):
-        from taskflow.display import html_words
-
-        labels: list[str] = []
-        return "".join(html_words(r["text"], [(i["item"], i["wordtag_label"]) for i in r["items"]], labels)
-                       for r in results)
+    def result_words(self, result):
+        return [(item["item"], item["wordtag_label"]) for item in result["items"]]

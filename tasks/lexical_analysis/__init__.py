@@ -151,6 +151,16 @@ class LexicalStages(TextTask):
     default_normalization = NORMALIZATION
     lexical_role: str | None = None
 
+    def result_words(self, result: Any) -> list[tuple[str, str | None]]:
+        """``(word, tag)`` pairs of one result, for the notebook view."""
+        raise NotImplementedError
+
+    def render_html(self, results, items):
+        from taskflow.display import html_words
+
+        labels: list[str] = []   # one colour per tag, shared by the whole view
+        return "".join(html_words(text, self.result_words(r), labels) for r, text in zip(results, items))
+
     def __init__(self, model, **base):
         super().__init__(model, **base)
         if self.lexical_role is not None:
@@ -227,14 +237,7 @@ class LexicalAnalysisTask(LexicalStages):
         return {"text": text, "segs": [text[s:e] for s, e, _ in words], "tags": [t for _, _, t in words]}
 
     def result_words(self, result: Any) -> list[tuple[str, str | None]]:
-        """``(word, tag)`` pairs of one result, for the notebook view."""
         return list(zip(result["segs"], result["tags"]))
-
-    def render_html(self, results, items):
-        from taskflow.display import html_words
-
-        labels: list[str] = []
-        return "".join(html_words(text, self.result_words(r), labels) for r, text in zip(results, items))
 
 
 @register_task("word_segmentation", aliases=["segmentation", "cws"])
