@@ -269,6 +269,16 @@ def test_the_recipe_pretrains_resumes_exactly_converts_and_fine_tunes_to_package
     np.testing.assert_allclose(start, expected_start, atol=TOLERANCE, rtol=0)
     np.testing.assert_allclose(end, expected_end, atol=TOLERANCE, rtol=0)
 
+    # The README's tables come from what the runs wrote.
+    from pretraining import summary
+
+    curve = summary.curve(pieces, points=2).splitlines()
+    assert [line.split(" | ")[0] for line in curve[2:4]] == ["| 4", "| 8"]
+    assert curve[3].split(" | ")[-1].strip(" |") != ""          # the held-out loss of the final save
+    (row,) = summary.pilot([f"{pieces}={span_package}"]).splitlines()[2:]
+    selection = reader.manifest["metrics"]["selection"]
+    assert f"| {selection['f1']} | {selection['em']} |" in row and "| 2 x 32 |" in row and "| electra | jieba |" in row
+
 
 def _squad(path: Path, documents: list[str], rng: random.Random) -> list[tuple[str, str, int]]:
     """A SQuAD-format file: per document, one question whose answer is a few chars of it."""
