@@ -80,6 +80,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     train.add_argument("--warmup-steps", type=int, default=1000)
     train.add_argument("--total-steps", type=int, help="the whole run's length, over all pieces (default: 30000, "
                        "or a resumed run's own)")
+    train.add_argument("--rewarm-steps", type=int, default=500,
+                       help="after resuming a packed checkpoint (no optimizer state, see portable.py), warm "
+                            "the learning rate up again over so many steps")
     train.add_argument("--weight-decay", type=float, default=0.01)
     train.add_argument("--grad-clip", type=float, default=1.0)
     train.add_argument("--max-minutes", type=float, default=None, help="stop this piece after so long (wall clock)")
@@ -137,10 +140,23 @@ def trim_log(path: Path, step: int) -> None:
 
 
 # ------------------------------------------------------------------ setup
-def lr_factor(step: int, warmup: int, total: int, floor: float) -> float:
-    if step < warmup:
-        return (step + 1) / warmup
-    return max(floor, 1.0 - (1.0 - floor) * (step - warmup) / max(1, total - warmup))
+def lr_factor(step: int, warmup: int, total: int, floor: float, rewarm_from: int | None = None,
+              rewarm_steps: int = 0) -> float:
+    """Warm-up, then linear decay to ``floor``; after a resume without optimizer state, the same
+    curve scaled by a second warm-up that starts at ``rewarm_from``."""
+    factor = (step + 1) / warmup if step < warmup else \
+        max(floor, 1.0 - (1.0 - floor) * (step - warmup) / max(1, total - warmup))
+    if rewarm_from is not None and rewarm_steps > 0 and step >= rewarm_from:
+        factor *= min(1.0, (step - rewarm_from + 1) / rewarm_steps)
+    return factor
+
+
+def step_of_rewarm(checkpoint: dict, kept: dict) -> int | None:
+    """Where the learning rate's second warm-up starts: at this checkpoint when it holds no
+    optimizer state (a packed one), else wherever an earlier resume started one."""
+    if "optimizer" not in checkpoint:
+        return checkpoint["step"]
+    return kept.get("rewarm_from")
 
 
 def make_optimizer(model: torch.nn.Module, args, fused: bool):
@@ -192,6 +208,10 @@ def main(argv=None) -> int:
         for name in ("total_steps", "seq_len", "batch_size", "log_every"):
             if getattr(args, name) is None:
                 setattr(args, name, kept[name])
+        # A re-warm-up begun by an earlier resume goes on, whoever resumes next.
+        args.rewarm_from = step_of_rewarm(checkpoint, kept)
+        if "optimizer" in checkpoint and kept.get("rewarm_from") is not None:
+            args.rewarm_steps = kept["rewarm_steps"]
         args.out = args.out or str(Path(args.resume).parent)
     args.total_steps = args.total_steps or 30000
     args.seq_len = args.seq_len or 128
@@ -235,13 +255,23 @@ def main(argv=None) -> int:
         raise SystemExit(f"--seq-len {args.seq_len} exceeds the position table (--max-len {config.encoder.max_len})")
     model = Pretrainer(config).to(device)
     optimizer = make_optimizer(model, args, fused)
+    args.rewarm_from = getattr(args, "rewarm_from", None)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: lr_factor(s, args.warmup_steps, args.total_steps, args.min_lr_ratio))
+        optimizer, lambda s: lr_factor(s, args.warmup_steps, args.total_steps, args.min_lr_ratio,
+                                       args.rewarm_from, args.rewarm_steps))
     step, tokens, train_seconds = 0, 0, 0.0
     if checkpoint:
-        model.load_state_dict(checkpoint["model"])
-        optimizer.load_state_dict(checkpoint["optimizer"])
+        model.load_state_dict(checkpoint["model"])     # float16 weights of a packed checkpoint become float32
+        if "optimizer" in checkpoint:
+            optimizer.load_state_dict(checkpoint["optimizer"])
+        else:
+            log(f"{args.resume} holds no optimizer state (a packed checkpoint): AdamW starts afresh and the "
+                f"learning rate warms up again over {args.rewarm_steps} steps; this resume is not exact")
         scheduler.load_state_dict(checkpoint["scheduler"])
+        if "optimizer" not in checkpoint:
+            # A fresh optimizer holds the base rate; the first step must already take the schedule's.
+            for group, base in zip(optimizer.param_groups, scheduler.base_lrs):
+                group["lr"] = base * scheduler.lr_lambdas[0](checkpoint["step"])
         step, tokens, train_seconds = checkpoint["step"], checkpoint["tokens"], checkpoint["train_seconds"]
         if corpus.restore(checkpoint["data"]):
             log(f"resumed at step {step}, epoch {corpus.epoch}, sequence {corpus.offset} of {len(corpus)}")

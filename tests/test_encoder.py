@@ -175,7 +175,7 @@ def _write_corpus(folder: Path) -> list[Path]:
 @pytest.mark.timeout(600)
 def test_the_recipe_pretrains_resumes_exactly_converts_and_fine_tunes_to_packages_paddle_runs(tmp_path):
     torch = pytest.importorskip("torch")
-    convert, finetune_span, pretrain, vocab_recipe, recipe_model = _import_recipe()
+    convert, finetune_span, portable, pretrain, vocab_recipe, recipe_model = _import_recipe()
 
     corpus = [str(p) for p in _write_corpus(tmp_path)]
     vocab_recipe.main(["--corpus", *corpus, "--out", str(tmp_path / "vocab.txt"), "--size", "400", "--min-count", "1"])
@@ -208,6 +208,23 @@ def test_the_recipe_pretrains_resumes_exactly_converts_and_fine_tunes_to_package
 
     assert [row["step"] for row in training_lines(pieces)] == [2, 4, 6, 8]
     assert training_lines(pieces) == training_lines(whole)
+
+    # A packed checkpoint (pieces small enough to leave the GPU machine) continues the run, inexactly.
+    pieces_dir = tmp_path / "packed"
+    assert len(portable.pack(pieces / "checkpoint.pt", pieces_dir, max_mib=0.05)) > 2
+    portable.unpack(pieces_dir, tmp_path / "resumed" / "checkpoint.pt")
+    packed = torch.load(tmp_path / "resumed" / "checkpoint.pt", weights_only=False)
+    assert "optimizer" not in packed and {t.dtype for t in packed["model"].values()} == {torch.float16}
+    assert pretrain.main(["--corpus", *corpus, "--resume", str(tmp_path / "resumed" / "checkpoint.pt"),
+                          "--total-steps", "12", "--rewarm-steps", "4", "--threads", "1"]) == 0
+    resumed = torch.load(tmp_path / "resumed" / "checkpoint.pt", weights_only=False)
+    assert resumed["step"] == 12 and "optimizer" in resumed and resumed["args"]["rewarm_from"] == 8
+    lr_at_10 = next(row["lr"] for row in training_lines(tmp_path / "resumed") if row["step"] == 10)
+    # The schedule at step 10 of 12 (warm-up 2), times the second warm-up's 3rd of 4 steps.
+    assert lr_at_10 == pytest.approx(6e-4 * (1 - 0.9 * (10 - 2) / (12 - 2)) * (10 - 8 + 1) / 4)
+    (pieces_dir / "checkpoint.001").write_bytes(b"damaged")
+    with pytest.raises(SystemExit, match="damaged"):
+        portable.unpack(pieces_dir, tmp_path / "again.pt")
 
     package = tmp_path / "package"
     convert.main([str(pieces / "checkpoint.pt"), "--out", str(package)])
@@ -297,16 +314,16 @@ def _squad(path: Path, documents: list[str], rng: random.Random) -> list[tuple[s
 def _import_recipe():
     sys.path.insert(0, str(ROOT))
     try:
-        from pretraining import convert, finetune_span, pretrain, vocab as vocab_recipe
+        from pretraining import convert, finetune_span, portable, pretrain, vocab as vocab_recipe
         from pretraining import model as recipe_model
     finally:
         sys.path.remove(str(ROOT))
-    return convert, finetune_span, pretrain, vocab_recipe, recipe_model
+    return convert, finetune_span, portable, pretrain, vocab_recipe, recipe_model
 
 
 def test_reading_comprehension_windows_point_at_the_answer_in_every_window_that_holds_it(tmp_path):
     pytest.importorskip("torch")
-    _, finetune_span, _, _, _ = _import_recipe()
+    finetune_span = _import_recipe()[1]
     rng = random.Random(5)
     documents = ["".join(rng.choice(_SYLLABLES) for _ in range(90)) + "ＡＢ" for _ in range(6)]
     rows = _squad(tmp_path / "qa.json", documents, rng)
