@@ -27,7 +27,7 @@ __all__ = ["NORMALIZATION", "SPECIAL_TOKENS", "PAD", "UNK", "CLS", "SEP", "MASK"
 
 # The steps the reading-comprehension and lexical packages use: every step maps one char to one
 # char, so an offset into the normalised text is an offset into the caller's text.
-NORMALIZATION: tuple[str, ...] = ("width", "lower", "space")
+NORMALIZATION: tuple[str, ...] = ("t2s", "width", "lower", "space")
 
 SPECIAL_TOKENS: tuple[str, ...] = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 PAD, UNK, CLS, SEP, MASK = range(len(SPECIAL_TOKENS))
