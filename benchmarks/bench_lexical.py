@@ -3,6 +3,8 @@
     OMP_NUM_THREADS=2 python benchmarks/bench_lexical.py --data ../shared/data
     # Paddle 2.x only: what LAC's fused GRU kernels (fc_gru_fuse_pass -> fusion_gru) would give
     OMP_NUM_THREADS=2 /path/to/paddle2.6/python benchmarks/bench_lexical.py --gru-fusion
+    # candidate networks of the fast model (random weights, the shipped vocabulary), end to end
+    OMP_NUM_THREADS=2 python benchmarks/bench_lexical.py --architectures --data ../shared/data
 
 Texts are the MSRA dev sentences (lexical/msra_seg_propn/dev.txt, 2,318
 sentences): chars/s of the shipped model (static graph, Paddle Inference,
@@ -313,15 +315,105 @@ def gru_fusion_experiment(args) -> None:
     print(body)
 
 
+# (label, architecture type, architecture overrides); the first is what shipped before the change.
+CANDIDATES = [
+    ("BiGRU 2 x 128 (bigru_crf 1.1)", "bigru_crf", {"hidden_size": 128, "num_layers": 2}),
+    ("BiGRU 1 x 128", "bigru_crf", {"hidden_size": 128, "num_layers": 1}),
+    ("BiGRU 2 x 64", "bigru_crf", {"hidden_size": 64, "num_layers": 2}),
+    ("ID-CNN 128, 4 blocks of (1, 1, 2)", "idcnn_crf", {"hidden_size": 128, "num_layers": 4, "dilations": [1, 1, 2]}),
+    ("ID-CNN 192, 4 blocks of (1, 1, 2)", "idcnn_crf", {"hidden_size": 192, "num_layers": 4, "dilations": [1, 1, 2]}),
+    ("ID-CNN 256, 3 blocks of (1, 2, 4)", "idcnn_crf", {"hidden_size": 256, "num_layers": 3, "dilations": [1, 2, 4]}),
+]
+
+
+def candidate_package(base: Path, out: Path, type_name: str, overrides: dict) -> Path:
+    """The shipped package with its network replaced by a random-weight ``type_name`` one."""
+    import json
+    import shutil
+
+    from taskflow.model import network_class
+    from taskflow.packages import sha256_file
+    from taskflow.predictor import save_weights
+
+    shutil.copytree(base, out)
+    manifest = json.loads((base / "manifest.json").read_text(encoding="utf-8"))
+    manifest.pop("metrics", None)
+    architecture = {**manifest["architecture"], **overrides, "type": type_name}
+    manifest["architecture"] = architecture
+    network = network_class(type_name)(**{k: v for k, v in architecture.items() if k != "type"})
+    network.eval()
+    save_weights(network, out / "weights.npz", float16=lambda name: "emb" in name)
+    manifest["files"] = {name: {"sha256": sha256_file(out / name), "size": (out / name).stat().st_size}
+                         for name in manifest["files"]}
+    (out / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
+    return out
+
+
+def architecture_experiment(args) -> None:
+    """chars/s of candidate networks for the fast model, end to end through Taskflow at batch 64
+    and for the Paddle Inference call alone, interleaved in one run on the same texts."""
+    import tempfile
+
+    from taskflow import Taskflow
+    import taskflow.tasks.lexical_analysis  # noqa: F401  (registers the network types)
+    from taskflow.packages import _bundled_root
+
+    texts, _ = msra_dev(Path(args.data))
+    texts = sorted(texts, key=len)   # length-sorted batches, as the task batches them
+    n_chars = sum(map(len, texts))
+    base = _bundled_root() / "lexical_analysis" / "bigru_crf"
+    with tempfile.TemporaryDirectory() as tmp:
+        tasks, engines, network_only = {}, {}, {}
+        for label, type_name, overrides in CANDIDATES:
+            package = candidate_package(base, Path(tmp) / type_name / str(len(tasks)), type_name, overrides)
+            task = Taskflow("lexical_analysis", task_path=str(package), batch_size=64, num_threads=THREADS)
+            tasks[label] = task
+            engines[label] = task
+            batches = [task.task.preprocess([(0, t) for t in texts[i:i + 64]]) for i in range(0, len(texts), 64)]
+            predictor = task.task.predictor
+
+            def network(_texts, predictor=predictor, batches=batches):
+                for feeds in batches:
+                    predictor.run(feeds)
+                return [None]
+            network_only[label] = network
+        speeds, _ = median_speeds(engines, texts, args.seconds, args.rounds, chunk=len(texts))
+        raw, _ = median_speeds(network_only, texts, args.seconds, args.rounds, chunk=len(texts))
+        sizes = {label: (Path(tmp) / type_name / str(i) / "weights.npz").stat().st_size
+                 for i, (label, type_name, _) in enumerate(CANDIDATES)}
+    first = CANDIDATES[0][0]
+    rows = [[label, f"{speeds[label][0]:,.0f} ({speeds[label][1]:,.0f}-{speeds[label][2]:,.0f})",
+             f"{speeds[label][0] / speeds[first][0]:.2f}x", f"{raw[label][0]:,.0f}", f"{sizes[label] / 2**20:.1f}"]
+            for label, _, _ in CANDIDATES]
+    body = "\n".join([
+        "## lexical_analysis: candidate networks for the fast model (speed)", "",
+        f"Machine: {machine()}; {load_note(quiet_load())}. Texts: MSRA dev ({len(texts)} sentences, {n_chars:,} chars), "
+         f"length-sorted, batch 64, {THREADS} threads, static graph (Paddle Inference, oneDNN). Each network has random "
+         "weights and the shipped vocabularies (char 128 + 2 x bigram 48 dims in, CRF decoded in the graph), so this is "
+         "speed only; accuracy comes from training (tasks/lexical_analysis/README.md). 'end to end' is "
+         "`Taskflow(...)(texts)`; 'network only' is the Paddle Inference call on prepared batches. Median of "
+         f"{args.rounds} interleaved rounds of >= {args.seconds:g} s (range in brackets). "
+         "Command: `OMP_NUM_THREADS=2 python benchmarks/bench_lexical.py --architectures --data ../shared/data`.", "",
+         table(["network", "end to end chars/s", "vs first", "network only chars/s", "weights MB"], rows)])
+    update_section("lexical_architectures", body)
+    print(body)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", help="root of ../shared/data")
     parser.add_argument("--seconds", type=float, default=6.0, help="time per cell and round")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the median is reported")
     parser.add_argument("--gru-fusion", action="store_true", help="only the Paddle 2.x GRU fusion experiment")
+    parser.add_argument("--architectures", action="store_true",
+                        help="only the speed of candidate networks for the fast model (needs --data)")
     args = parser.parse_args()
     if args.gru_fusion:
         gru_fusion_experiment(args)
+    elif args.architectures:
+        if not args.data:
+            parser.error("--data is required")
+        architecture_experiment(args)
     else:
         if not args.data:
             parser.error("--data is required")

@@ -273,13 +273,14 @@ def test_ner_modes():
 
 # ------------------------------------------------------------------- the CRF
 
-def test_in_graph_viterbi_and_crf_loss_match_brute_force():
+@pytest.mark.parametrize("network", ["bigru_crf", "idcnn_crf"])
+def test_in_graph_viterbi_and_crf_loss_match_brute_force(network):
     import paddle
 
-    from taskflow.tasks.lexical_analysis.model import LexicalNet
+    from taskflow.model import network_class
 
     paddle.seed(3)
-    net = LexicalNet(30, 40, 4, char_dim=6, bigram_dim=3, hidden_size=5)
+    net = network_class(network)(30, 40, 4, char_dim=6, bigram_dim=3, hidden_size=5)
     net.eval()
     rng = np.random.default_rng(0)
     lengths = [5, 3, 1]
@@ -304,8 +305,9 @@ def test_in_graph_viterbi_and_crf_loss_match_brute_force():
         log_z = np.log(sum(np.exp(score(y)) for y in paths))
         nll.append(log_z - score(tags[row, :n]))
         # Padding does not change a row's result.
-        alone = net(paddle.to_tensor(chars[row:row + 1, :n]), paddle.to_tensor(bigrams[row:row + 1, :n + 1])).numpy()
-        assert alone[0].tolist() == path[row, :n].tolist()
+        one = paddle.to_tensor(chars[row:row + 1, :n]), paddle.to_tensor(bigrams[row:row + 1, :n + 1])
+        assert net(*one).numpy()[0].tolist() == path[row, :n].tolist()
+        np.testing.assert_allclose(net.emissions(*one)[0].numpy()[0], emission[row, :n], rtol=1e-5, atol=1e-6)
     loss = float(net.crf_loss(paddle.to_tensor(emission), c, paddle.to_tensor(tags)))
     assert loss == pytest.approx(float(np.mean(nll)), rel=1e-4)
 

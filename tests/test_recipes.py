@@ -121,6 +121,16 @@ def test_lexical_recipe(tmp_path):
     (words,) = Taskflow("lexical_analysis", task_path=out)(["李明在上海见到了王芳"])
     assert "".join(words["segs"]) == "李明在上海见到了王芳" and len(words["tags"]) == len(words["segs"])
 
+    # The convolutional network the recipe can train instead (--network idcnn_crf) exports and runs too.
+    conv = train("lexical_analysis", "--data-dir", str(data), "--out", str(tmp_path / "conv"), "--epochs", "1",
+                 "--batch-size", "16", "--char-dim", "8", "--bigram-dim", "4", "--hidden-size", "8",
+                 "--num-layers", "2", "--network", "idcnn_crf", "--min-char-count", "1", "--min-bigram-count", "1",
+                 "--name-lists", "4", "--dev-name-lists", "4", "--max-length", "64", "--no-evaluate")
+    assert conv["architecture"]["type"] == "idcnn_crf" and conv["architecture"]["dilations"] == [1, 1, 2]
+    texts = ["李明在上海见到了王芳", "好", "王芳在杭州工作。" * 3]
+    together = Taskflow("lexical_analysis", task_path=tmp_path / "conv")(texts)
+    assert together == [Taskflow("lexical_analysis", task_path=tmp_path / "conv")([t])[0] for t in texts]
+
     # Other genres: CLUENER's gold entities and silver corpus lines, labelled by a teacher (the package above).
     cluener = [{"text": "哈哈，李明去了杭州", "label": {"name": {"李明": [[3, 4]]}, "address": {"杭州": [[7, 8]]}}},
                {"text": "王芳在新华社当记者", "label": {"name": {"王芳": [[0, 1]]}, "company": {"新华社": [[3, 5]]},

@@ -53,6 +53,7 @@ BOS, EOS = "\x02", "\x03"   # bigram padding around a text; never produced by no
 NORMALIZATION = ("t2s", "width", "lower", "space")
 
 register_network("bigru_crf", "taskflow.tasks.lexical_analysis.model:LexicalNet")
+register_network("idcnn_crf", "taskflow.tasks.lexical_analysis.model:ConvLexicalNet")
 
 
 class LexicalNormalizer:

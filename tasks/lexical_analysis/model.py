@@ -25,7 +25,7 @@ from __future__ import annotations
 import paddle
 import paddle.nn as nn
 
-__all__ = ["LexicalNet", "crf_decoding"]
+__all__ = ["LexicalNet", "ConvLexicalNet", "crf_decoding"]
 
 
 def crf_decoding(emission, transition, lengths):
@@ -64,14 +64,22 @@ class LexicalNet(nn.Layer):
         self.bigram_emb = nn.Embedding(bigram_vocab_size, bigram_dim, padding_idx=0) if bigram_dim > 0 else None
         in_dim = char_dim + 2 * bigram_dim if bigram_dim > 0 else char_dim
         self.dropout = nn.Dropout(dropout)
-        self.gru = nn.GRU(in_dim, hidden_size, num_layers=num_layers, direction="bidirect", dropout=dropout)
-        self.emission = nn.Linear(2 * hidden_size, num_tags)
+        self.emission = nn.Linear(self._build_context(in_dim, hidden_size, num_layers, dropout), num_tags)
         uniform = nn.initializer.Uniform(-0.1, 0.1)
         self.transitions = self.create_parameter([num_tags, num_tags], default_initializer=uniform)
         self.start = self.create_parameter([num_tags], default_initializer=uniform)
         self.stop = self.create_parameter([num_tags], default_initializer=uniform)
 
     # ------------------------------------------------------------ features
+    def _build_context(self, in_dim: int, hidden_size: int, num_layers: int, dropout: float) -> int:
+        """Create the layers that give each char its context; returns their output width."""
+        self.gru = nn.GRU(in_dim, hidden_size, num_layers=num_layers, direction="bidirect", dropout=dropout)
+        return 2 * hidden_size
+
+    def _context(self, feats, mask, lengths):
+        hidden, _ = self.gru(feats, sequence_length=lengths)
+        return hidden
+
     def emissions(self, char_ids, bigram_ids):
         """Per-char tag scores [B, T, K] (without start/stop) and lengths [B]."""
         mask = (char_ids > 0).astype("int64")
@@ -80,7 +88,7 @@ class LexicalNet(nn.Layer):
         if self.bigram_emb is not None:
             bigrams = self.bigram_emb(bigram_ids)                           # [B, T + 1, D]
             feats = paddle.concat([feats, bigrams[:, :-1], bigrams[:, 1:]], axis=-1)
-        hidden, _ = self.gru(self.dropout(feats), sequence_length=lengths)
+        hidden = self._context(self.dropout(feats), mask, lengths)
         return self.emission(self.dropout(hidden)), lengths
 
     def _with_ends(self, emission, char_ids):
@@ -126,3 +134,40 @@ class LexicalNet(nn.Layer):
             alpha = step * keep + alpha * (1 - keep)
         log_z = paddle.logsumexp(alpha, axis=1)
         return (log_z - gold).mean()
+
+
+class ConvLexicalNet(LexicalNet):
+    """The same tagger with dilated convolutions in place of the BiGRU stack (ID-CNN-CRF).
+
+    Strubell et al. (2017, "Fast and Accurate Entity Recognition with Iterated Dilated
+    Convolutions") replace the recurrent layers of a BiLSTM-CRF with blocks of width-3
+    convolutions whose dilations grow (1, 1, 2): every char is computed at once instead of
+    one time step after another, which is what makes the GRU stack most of the fast
+    model's CPU time (benchmarks/RESULTS.md, lexical_analysis).  ``num_layers`` blocks of
+    ``dilations`` give each char a window of ``1 + 2 * num_layers * sum(dilations)`` chars
+    (33 for 4 blocks of 1, 1, 2); every layer is residual and its output is zeroed on
+    padding, so a real position's output does not depend on how much padding its batch
+    adds (zero padding at the text's ends, as if it were alone).
+    """
+
+    def __init__(self, *args, dilations: tuple[int, ...] = (1, 1, 2), **kwargs):
+        self._dilations = tuple(dilations)
+        super().__init__(*args, **kwargs)
+
+    def _build_context(self, in_dim: int, hidden_size: int, num_layers: int, dropout: float) -> int:
+        # Channels first (NCL): Paddle's oneDNN conv kernels reject the NLC layout at inference.
+        self.project = nn.Conv1D(in_dim, hidden_size, 3, padding=1)
+        self.convs = nn.LayerList([
+            nn.Conv1D(hidden_size, hidden_size, 3, padding=d, dilation=d)
+            for _ in range(num_layers) for d in self._dilations])
+        self.block_dropout = nn.Dropout(dropout)
+        return hidden_size
+
+    def _context(self, feats, mask, lengths):
+        keep = mask.astype(feats.dtype).unsqueeze(1)                        # [B, 1, T]
+        hidden = nn.functional.relu(self.project(feats.transpose([0, 2, 1]) * keep)) * keep
+        for k, conv in enumerate(self.convs):
+            hidden = hidden + nn.functional.relu(conv(hidden)) * keep
+            if (k + 1) % len(self._dilations) == 0:
+                hidden = self.block_dropout(hidden)
+        return hidden.transpose([0, 2, 1])                                  # [B, T, C]

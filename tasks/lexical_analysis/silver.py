@@ -15,7 +15,7 @@ they lack:
   calls the same span a name, place or organisation.  Laughter (哈哈, jieba: a modal particle)
   and most of the teacher's other off-genre guesses fail that test and become plain words.
 
-Both return sentences as ``[(word, LAC tag), ...]``, the recipe's training format.
+Both give sentences as ``[(word, LAC tag), ...]``, the recipe's training format.
 """
 
 from __future__ import annotations
@@ -29,6 +29,15 @@ ENTITY_TAGS = ("PER", "LOC", "ORG")
 CLUENER_TO_LAC = {"name": "PER", "address": "LOC", "organization": "ORG", "company": "ORG", "government": "ORG",
                   "position": "n", "book": "nw", "movie": "nw", "game": "nw", "scene": None}
 _JIEBA_ENTITY = {"nr": "PER", "nrfg": "PER", "nrt": "PER", "ns": "LOC", "nt": "ORG"}
+
+
+def word_spans(pairs) -> list[tuple[int, int, str]]:
+    """``(start, end, tag)`` of consecutive ``(word, tag)`` pairs (pos_tagging's output)."""
+    spans, start = [], 0
+    for word, tag in pairs:
+        spans.append((start, start + len(word), tag))
+        start += len(word)
+    return spans
 
 
 class Teacher:
@@ -45,14 +54,7 @@ class Teacher:
         self.posseg = jieba.posseg.POSTokenizer(jieba.Tokenizer())
 
     def words(self, texts: list[str]) -> list[list[tuple[int, int, str]]]:
-        out = []
-        for pairs in self.flow(texts):
-            start, words = 0, []
-            for word, tag in pairs:
-                words.append((start, start + len(word), tag))
-                start += len(word)
-            out.append(words)
-        return out
+        return [word_spans(pairs) for pairs in self.flow(texts)]
 
     def jieba_tags(self, text: str) -> dict[tuple[int, int], str]:
         """jieba's words as ``{(start, end): LAC tag}`` (its names, places and organisations as

@@ -33,13 +33,15 @@ from taskflow.training import (PackageDraft, framework_versions, log, recipe_par
 
 from . import BOS, EOS, NORMALIZATION, encode, normalize
 from .augment import augment, name_list_sentences
-from .silver import CLUENER_TO_LAC, Teacher, cluener_sentences, corpus_lines, read_genre_dev, silver_sentences
+from .silver import (CLUENER_TO_LAC, Teacher, cluener_sentences, corpus_lines, read_genre_dev, silver_sentences,
+                     word_spans)
 from .data import (LAC_TAGS, LAC_TO_COARSE, UPOS_TO_COARSE, JIEBA_TO_LAC, Lexicon, derive_sentence, is_punctuation,
                    read_bio_file, read_conll, read_word_tag_file, tag_counts)
 
 LABELS = [f"{tag}-{part}" for tag in LAC_TAGS for part in "BI"]
 GENRE_DEV = Path(__file__).parent / "dev" / "genre_dev.jsonl"   # hand-checked, out of MSRA's genre (dev/README.md)
 LABEL_ID = {label: i for i, label in enumerate(LABELS)}
+DILATIONS = [1, 1, 2]   # one block of the idcnn_crf network (Strubell et al. 2017's NER setting)
 _SPLIT_AFTER = set("，。；！？：,;!?:、")
 
 
@@ -226,7 +228,7 @@ def training_examples(args, paths: dict[str, Path], rng: random.Random):
 def train(args) -> None:
     import paddle
 
-    from .model import LexicalNet
+    from taskflow.model import network_class
 
     rng = seed_all(args.seed)
     paths = data_paths(args)
@@ -244,9 +246,9 @@ def train(args) -> None:
     architecture = {
         "vocab_size": len(char_list), "bigram_vocab_size": len(bigram_list), "num_tags": len(LABELS),
         "char_dim": args.char_dim, "bigram_dim": args.bigram_dim, "hidden_size": args.hidden_size,
-        "num_layers": args.num_layers,
+        "num_layers": args.num_layers, **({"dilations": DILATIONS} if args.network == "idcnn_crf" else {}),
     }
-    network = LexicalNet(**architecture, dropout=args.dropout)
+    network = network_class(args.network)(**architecture, dropout=args.dropout)
     clip = paddle.nn.ClipGradByGlobalNorm(5.0)
     optimizer = paddle.optimizer.Adam(learning_rate=args.lr, parameters=network.parameters(), grad_clip=clip)
 
@@ -316,10 +318,12 @@ def write(args, network, architecture, char_list, bigram_list, history, lexicon)
         save_weights(network, draft / "weights.npz", float16=lambda name: "emb" in name)
         (draft / "vocab.json").write_text(json.dumps({"chars": char_list, "bigrams": bigram_list}, ensure_ascii=False),
                                           encoding="utf-8")
+        context = (f"{args.num_layers} BiGRU layers of {args.hidden_size}" if args.network == "bigru_crf" else
+                   f"{args.num_layers} blocks of dilated convolutions {tuple(DILATIONS)}, {args.hidden_size} wide")
         draft.write({
-            "description": "LAC-style char BiGRU-CRF (char + bigram embeddings, 2 BiGRU layers, CRF with "
-                           "Viterbi in the graph), trained from scratch on public data.",
-            "architecture": {"type": "bigru_crf", **architecture}, "normalization": list(NORMALIZATION),
+            "description": f"LAC-style char tagger (char + bigram embeddings, {context}, CRF with Viterbi in "
+                           "the graph), trained from scratch on public data.",
+            "architecture": {"type": args.network, **architecture}, "normalization": list(NORMALIZATION),
             "labels": LABELS, "tag_set": list(LAC_TAGS), "max_length": args.max_length,
             "training": {
                 "data": {
@@ -481,15 +485,7 @@ def evaluate_package(package_dir, paths: dict[str, Path], *, name_lists: int = 2
     flow = Taskflow("pos_tagging", task_path=package_dir)
 
     def words_of(texts):
-        results = flow(texts)
-        out = []
-        for text, pairs in zip(texts, results):
-            start, words = 0, []
-            for word, tag in pairs:
-                words.append((start, start + len(word), tag))
-                start += len(word)
-            out.append(words)
-        return out
+        return [word_spans(pairs) for pairs in flow(texts)]
 
     posseg = jieba.posseg.POSTokenizer(jieba.Tokenizer())
     report: dict = {"model": {}, "jieba": {}}
@@ -569,10 +565,14 @@ def parse_args(argv):
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--dropout", type=float, default=0.2)
+    parser.add_argument("--network", choices=("bigru_crf", "idcnn_crf"), default="bigru_crf",
+                        help="context layers: BiGRU (LAC's) or dilated convolutions (model.py; speeds in "
+                             "benchmarks/bench_lexical.py --architectures)")
     parser.add_argument("--char-dim", type=int, default=128)
     parser.add_argument("--bigram-dim", type=int, default=48)
     parser.add_argument("--hidden-size", type=int, default=128)
-    parser.add_argument("--num-layers", type=int, default=2)
+    parser.add_argument("--num-layers", type=int, default=2,
+                        help="BiGRU layers, or blocks of dilated convolutions for idcnn_crf (4 gives a 33-char window)")
     parser.add_argument("--max-train-length", type=int, default=100)
     parser.add_argument("--max-length", type=int, default=512, help="inference window (manifest max_length)")
     parser.add_argument("--min-char-count", type=int, default=2)
