@@ -515,3 +515,48 @@ def progress(total: int | None, description: str, *, quiet: bool):
 
     return progress_bar(total=total, desc=description, unit="step", disable=True if quiet else None,
                         dynamic_ncols=True, leave=False)
+
+
+def fit_own_data(network, optimizer, *, epochs: int, steps_per_epoch: int, epoch_batches: Callable[[], Iterable],
+                 loss_of: Callable[[Any], Any], evaluate: Callable[[], float], metric: tuple[str, str],
+                 minutes: float | None, patience: int, quiet: bool) -> tuple[list[dict], int]:
+    """The epoch loop of ``taskflow train <task> --train ...``: a progress bar with an ETA, ``evaluate()``
+    (higher is better) on dev after each epoch, stopping at ``epochs``, after ``minutes`` or after
+    ``patience`` epochs without a better dev figure; the best epoch's weights are put back.
+
+    ``epoch_batches()`` gives one epoch's batches and ``loss_of(batch)`` the loss of one.  Returns
+    the history (one dict per epoch; ``metric`` is the dev figure's key there and its words in
+    messages, e.g. ``("dev_f1", "dev F1")``) and the best epoch."""
+    key, words = metric
+    started, budget = time.time(), minutes * 60 if minutes else None
+    history, best = [], (-1.0, 0, None)
+    out_of_time = False
+    with progress(steps_per_epoch * epochs, "training", quiet=quiet) as bar:
+        for epoch in range(1, epochs + 1):
+            network.train()
+            for batch in epoch_batches():
+                loss = loss_of(batch)
+                loss.backward()
+                optimizer.step()
+                optimizer.clear_grad()
+                bar.update(1)
+                bar.set_postfix(epoch=epoch, loss=f"{float(loss):.3f}", refresh=False)
+                if budget and time.time() - started > budget:
+                    out_of_time = True
+                    break
+            network.eval()
+            figure = evaluate()
+            history.append({"epoch": epoch, key: round(figure, 4), "loss": round(float(loss), 4),
+                            "seconds": round(time.time() - started, 1)})
+            if figure > best[0]:
+                best = (figure, epoch, snapshot(network))
+            bar.set_postfix(epoch=epoch, dev=f"{figure:.3f}", best=best[1])
+            if out_of_time:
+                history[-1]["stopped"] = f"--minutes {minutes:g} spent"
+                break
+            if epoch - best[1] >= patience:
+                history[-1]["stopped"] = f"no better {words} for {patience} epochs"
+                break
+    restore(network, best[2])
+    network.eval()
+    return history, best[1]

@@ -37,8 +37,8 @@ from collections import Counter
 import numpy as np
 
 from taskflow.errors import TrainingDataError
-from taskflow.training import (PackageDraft, add_own_data_options, framework_versions, log, portable_path,
-                               print_report, progress, recipe_parser, restore, seed_all, snapshot, split_off_dev)
+from taskflow.training import (PackageDraft, add_own_data_options, fit_own_data, framework_versions, log,
+                               portable_path, print_report, recipe_parser, seed_all, split_off_dev)
 
 from .data import OUTSIDE, Sentence, char_labels, read_entity_file, spans_from_labels
 
@@ -226,47 +226,22 @@ def fit(network, examples, chars, bigrams, dev_f1, args, rng, batches) -> tuple[
 
     from taskflow.tasks.lexical_analysis import encode
 
+    def loss_of(batch):
+        texts = [examples[k][0] for k in batch]
+        feeds = encode(texts, chars, bigrams)
+        tags = np.zeros_like(feeds["char_ids"])
+        for row, k in enumerate(batch):
+            tags[row, : len(texts[row])] = examples[k][1]
+        char_ids = paddle.to_tensor(feeds["char_ids"])
+        emission, _ = network.emissions(char_ids, paddle.to_tensor(feeds["bigram_ids"]))
+        return network.crf_loss(emission, char_ids, paddle.to_tensor(tags))
+
     optimizer = paddle.optimizer.Adam(learning_rate=args.lr, parameters=network.parameters(),
                                       grad_clip=paddle.nn.ClipGradByGlobalNorm(5.0))
-    steps_per_epoch = -(-len(examples) // args.batch_size)
-    started, budget = time.time(), args.minutes * 60 if args.minutes else None
-    history, best = [], (-1.0, 0, None)
-    out_of_time = False
-    with progress(steps_per_epoch * args.epochs, "training", quiet=args.quiet) as bar:
-        for epoch in range(1, args.epochs + 1):
-            network.train()
-            for batch in batches(examples, args.batch_size, rng):
-                texts = [examples[k][0] for k in batch]
-                feeds = encode(texts, chars, bigrams)
-                tags = np.zeros_like(feeds["char_ids"])
-                for row, k in enumerate(batch):
-                    tags[row, : len(texts[row])] = examples[k][1]
-                char_ids = paddle.to_tensor(feeds["char_ids"])
-                emission, _ = network.emissions(char_ids, paddle.to_tensor(feeds["bigram_ids"]))
-                loss = network.crf_loss(emission, char_ids, paddle.to_tensor(tags))
-                loss.backward()
-                optimizer.step()
-                optimizer.clear_grad()
-                bar.update(1)
-                bar.set_postfix(epoch=epoch, loss=f"{float(loss):.3f}", refresh=False)
-                if budget and time.time() - started > budget:
-                    out_of_time = True
-                    break
-            f1 = dev_f1()
-            history.append({"epoch": epoch, "dev_f1": f1, "loss": round(float(loss), 4),
-                            "seconds": round(time.time() - started, 1)})
-            if f1 > best[0]:
-                best = (f1, epoch, snapshot(network))
-            bar.set_postfix(epoch=epoch, dev_f1=f"{f1:.3f}", best=best[1])
-            if out_of_time:
-                history[-1]["stopped"] = f"--minutes {args.minutes:g} spent"
-                break
-            if epoch - best[1] >= args.patience:
-                history[-1]["stopped"] = f"no better dev F1 for {args.patience} epochs"
-                break
-    restore(network, best[2])
-    network.eval()
-    return history, best[1]
+    return fit_own_data(network, optimizer, epochs=args.epochs, steps_per_epoch=-(-len(examples) // args.batch_size),
+                        epoch_batches=lambda: batches(examples, args.batch_size, rng), loss_of=loss_of,
+                        evaluate=dev_f1, metric=("dev_f1", "dev F1"), minutes=args.minutes,
+                        patience=args.patience, quiet=args.quiet)
 
 
 if __name__ == "__main__":

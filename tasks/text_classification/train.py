@@ -29,8 +29,8 @@ from typing import Callable
 import numpy as np
 
 from taskflow.training import (PackageDraft, add_own_data_options, check_label_sets, classification_report,
-                               framework_versions, log, portable_path, print_report, progress,
-                               read_labelled, recipe_parser, restore, seed_all, snapshot, sorted_labels, split_off_dev)
+                               fit_own_data, framework_versions, log, portable_path, print_report, read_labelled,
+                               recipe_parser, seed_all, sorted_labels, split_off_dev)
 
 from . import NORMALIZATION, normalize
 
@@ -124,52 +124,27 @@ def fit_epochs(net, chars: Chars, train_ids: list[list[int]], train_y: np.ndarra
     import paddle
     import paddle.nn.functional as F
 
+    def epoch_batches():
+        order = list(range(len(train_ids)))
+        rng.shuffle(order)
+        return [order[s:s + args.batch_size] for s in range(0, len(order), args.batch_size)]
+
+    def loss_of(batch):
+        rows = []
+        for i in batch:
+            ids = train_ids[i]
+            # A random window of a long text, so its middle and end teach too.
+            start = rng.randint(0, len(ids) - args.max_len) if len(ids) > args.max_len else 0
+            rows.append(ids[start:start + args.max_len])
+        probs = net(paddle.to_tensor(chars.pad(rows)))
+        return F.nll_loss(paddle.log(paddle.clip(probs, 1e-7, 1.0)), paddle.to_tensor(train_y[batch]))
+
     optimizer = paddle.optimizer.Adam(learning_rate=args.lr, parameters=net.parameters(),
                                       grad_clip=paddle.nn.ClipGradByGlobalNorm(5.0))
-    steps_per_epoch = -(-len(train_ids) // args.batch_size)
-    started, budget = time.time(), args.minutes * 60 if args.minutes else None
-    history, best = [], (-1.0, 0, None)
-    out_of_time = False
-    with progress(steps_per_epoch * args.epochs, "training", quiet=args.quiet) as bar:
-        for epoch in range(1, args.epochs + 1):
-            net.train()
-            order = list(range(len(train_ids)))
-            rng.shuffle(order)
-            for s in range(0, len(order), args.batch_size):
-                batch = order[s:s + args.batch_size]
-                rows = []
-                for i in batch:
-                    ids = train_ids[i]
-                    # A random window of a long text, so its middle and end teach too.
-                    start = rng.randint(0, len(ids) - args.max_len) if len(ids) > args.max_len else 0
-                    rows.append(ids[start:start + args.max_len])
-                probs = net(paddle.to_tensor(chars.pad(rows)))
-                loss = F.nll_loss(paddle.log(paddle.clip(probs, 1e-7, 1.0)), paddle.to_tensor(train_y[batch]))
-                loss.backward()
-                optimizer.step()
-                optimizer.clear_grad()
-                bar.update(1)
-                bar.set_postfix(epoch=epoch, loss=f"{float(loss):.3f}", refresh=False)
-                if budget and time.time() - started > budget:
-                    out_of_time = True
-                    break
-            net.eval()
-            accuracy = chars.accuracy(net, dev_texts, dev_y)
-            history.append({"epoch": epoch, "dev_accuracy": round(accuracy, 4), "loss": round(float(loss), 4),
-                            "seconds": round(time.time() - started, 1)})
-            if accuracy > best[0]:
-                best = (accuracy, epoch, snapshot(net))
-            bar.set_postfix(epoch=epoch, dev=f"{accuracy:.3f}", best=best[1])
-            if out_of_time:
-                history[-1]["stopped"] = f"--minutes {args.minutes:g} spent"
-                break
-            if epoch - best[1] >= args.patience:
-                history[-1]["stopped"] = f"no better dev accuracy for {args.patience} epochs"
-                break
-    restore(net, best[2])
-    net.eval()
-    return history, best[1]
-
+    return fit_own_data(net, optimizer, epochs=args.epochs, steps_per_epoch=-(-len(train_ids) // args.batch_size),
+                        epoch_batches=epoch_batches, loss_of=loss_of,
+                        evaluate=lambda: chars.accuracy(net, dev_texts, dev_y), metric=("dev_accuracy", "dev accuracy"),
+                        minutes=args.minutes, patience=args.patience, quiet=args.quiet)
 
 def train_own_data(args, task: str, argv: list[str], *, label_names: Callable[[list[str]], list[str]] = list) -> int:
     """Train the char CNN on ``args.train`` (and ``args.dev``) and write a ``task`` package whose
