@@ -137,6 +137,19 @@ def batches(examples: list[tuple[str, list[int]]], batch_size: int, rng: random.
 
 # ----------------------------------------------------------------- decoding
 
+def crf_batch_loss(network, examples: list[tuple[str, list[int]]], chars: dict, bigrams: dict):
+    """The CRF loss of ``network`` on ``(normalised text, label ids)`` examples, padded into one batch."""
+    import paddle
+
+    feeds = encode([text for text, _ in examples], chars, bigrams)
+    tags = np.zeros_like(feeds["char_ids"])
+    for row, (text, labels) in enumerate(examples):
+        tags[row, : len(text)] = labels
+    char_ids = paddle.to_tensor(feeds["char_ids"])
+    emission, _ = network.emissions(char_ids, paddle.to_tensor(feeds["bigram_ids"]))
+    return network.crf_loss(emission, char_ids, paddle.to_tensor(tags))
+
+
 def spans_of(words: list[str]) -> list[tuple[int, int]]:
     spans, start = [], 0
     for word in words:
@@ -261,17 +274,10 @@ def train(args) -> None:
         network.train()
         epoch_loss, seen, t0 = 0.0, 0, time.time()
         for batch in batches(examples, args.batch_size, rng):
-            texts = [examples[k][0] for k in batch]
-            feeds = encode(texts, chars, bigrams)
-            tags = np.zeros_like(feeds["char_ids"])
-            for row, k in enumerate(batch):
-                tags[row, : len(texts[row])] = examples[k][1]
             progress = max(step / total_steps, (time.time() - started) / budget)
             # Warm up, then decay linearly to 5% of the peak over the step or time budget, whichever ends first.
             optimizer.set_lr(args.lr * min(1.0, (step + 1) / 200) * max(0.05, 1.0 - progress))
-            char_ids = paddle.to_tensor(feeds["char_ids"])
-            emission, _ = network.emissions(char_ids, paddle.to_tensor(feeds["bigram_ids"]))
-            loss = network.crf_loss(emission, char_ids, paddle.to_tensor(tags))
+            loss = crf_batch_loss(network, [examples[k] for k in batch], chars, bigrams)
             loss.backward()
             optimizer.step()
             optimizer.clear_grad()

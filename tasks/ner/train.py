@@ -34,8 +34,6 @@ import sys
 import time
 from collections import Counter
 
-import numpy as np
-
 from taskflow.errors import TrainingDataError
 from taskflow.training import (PackageDraft, add_own_data_options, fit_own_data, framework_versions, log,
                                portable_path, print_report, recipe_parser, seed_all, split_off_dev)
@@ -224,22 +222,13 @@ def fit(network, examples, chars, bigrams, dev_f1, args, rng, batches) -> tuple[
     """Adam over length-bucketed batches, the dev F1 after each epoch; the best epoch's weights are put back."""
     import paddle
 
-    from taskflow.tasks.lexical_analysis import encode
-
-    def loss_of(batch):
-        texts = [examples[k][0] for k in batch]
-        feeds = encode(texts, chars, bigrams)
-        tags = np.zeros_like(feeds["char_ids"])
-        for row, k in enumerate(batch):
-            tags[row, : len(texts[row])] = examples[k][1]
-        char_ids = paddle.to_tensor(feeds["char_ids"])
-        emission, _ = network.emissions(char_ids, paddle.to_tensor(feeds["bigram_ids"]))
-        return network.crf_loss(emission, char_ids, paddle.to_tensor(tags))
+    from taskflow.tasks.lexical_analysis.train import crf_batch_loss
 
     optimizer = paddle.optimizer.Adam(learning_rate=args.lr, parameters=network.parameters(),
                                       grad_clip=paddle.nn.ClipGradByGlobalNorm(5.0))
     return fit_own_data(network, optimizer, epochs=args.epochs, steps_per_epoch=-(-len(examples) // args.batch_size),
-                        epoch_batches=lambda: batches(examples, args.batch_size, rng), loss_of=loss_of,
+                        epoch_batches=lambda: batches(examples, args.batch_size, rng),
+                        loss_of=lambda batch: crf_batch_loss(network, [examples[k] for k in batch], chars, bigrams),
                         evaluate=dev_f1, metric=("dev_f1", "dev F1"), minutes=args.minutes,
                         patience=args.patience, quiet=args.quiet)
 
