@@ -161,6 +161,8 @@ def main() -> None:
     parser.add_argument("--peers-python", type=Path, default=PEERS_PYTHON, help="the peers venv's python")
     parser.add_argument("--no-wait", action="store_true", help="do not wait up to 120 s for a quiet machine")
     parser.add_argument("--no-write", action="store_true", help="print, do not write RESULTS.md")
+    parser.add_argument("--candidate", type=Path,
+                        help="also time a trained lexical package that is not shipped (a recipe's --out folder)")
     args = parser.parse_args()
 
     import jieba
@@ -178,8 +180,16 @@ def main() -> None:
     posseg = jieba.posseg.POSTokenizer(tokenizer)
     model = Taskflow("lexical_analysis", batch_size=64, num_threads=THREADS)
 
-    def run_taskflow(ts):
+    def run_taskflow(ts, model=model):
         return [(r["segs"], r["tags"]) for r in model(ts)]
+
+    candidate_name = None
+    if args.candidate:
+        candidate = Taskflow("lexical_analysis", task_path=str(args.candidate), batch_size=64, num_threads=THREADS)
+        manifest = json.loads((args.candidate / "manifest.json").read_text(encoding="utf-8"))
+        shape = manifest["architecture"]
+        candidate_name = (f"taskflow candidate {manifest['name']} {manifest['version']} (not shipped; "
+                          f"{shape['num_layers']} x {shape['hidden_size']} {shape['type']}), batch 64")
 
     def run_jieba(ts):
         out = []
@@ -201,6 +211,8 @@ def main() -> None:
             f"LAC(mode='lac'), {THREADS} math threads": Peer("lac2", handle.name, 64, args.peers_python),
             "pkuseg": Peer("pkuseg", handle.name, 64, args.peers_python),
         }
+        if candidate_name:
+            engines[candidate_name] = InProcess(lambda ts: run_taskflow(ts, candidate), len(texts))
         speeds: dict = {name: [] for name in engines}
         for _ in range(args.rounds):
             for name, engine in engines.items():
@@ -225,6 +237,7 @@ def main() -> None:
         "LAC(mode='lac') as shipped": "Baidu's own, not MSR's",
         f"LAC(mode='lac'), {THREADS} math threads": "Baidu's own, not MSR's",
         "pkuseg": "pkuseg's default mixed-domain model, not MSR's",
+        candidate_name: "MSR (trained on MSRA, CLUENER and silver corpus lines)",
     }
     rows, median = [], {}
     for name, engine in engines.items():
@@ -241,6 +254,10 @@ def main() -> None:
 
     ours = median.get("taskflow lexical_analysis, batch 64")
     ratios = []
+    if candidate_name and candidate_name in median:
+        for name in ("LAC(mode='lac') as shipped", f"LAC(mode='lac'), {THREADS} math threads"):
+            if name in median:
+                ratios.append(f"candidate / {name}: **{median[candidate_name] / median[name]:.2f}x**")
     for name in ("LAC(mode='lac') as shipped", f"LAC(mode='lac'), {THREADS} math threads", "pkuseg",
                  "jieba.posseg.cut (HMM on)"):
         if ours and name in median:
