@@ -24,30 +24,17 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import load_note, machine, quiet_load, table, update_section  # noqa: E402
+from common import load_note, machine, quiet_load, table, timed, update_section  # noqa: E402
 
 THREADS = 2
 
 
-def msra_dev(data: Path):
+def msra_dev(data: Path, limit: int | None = None):
+    """The MSRA dev sentences (the first ``limit``) and their gold (word, tag) lists."""
     from taskflow.tasks.lexical_analysis.data import read_word_tag_file
 
-    gold = list(read_word_tag_file(data / "lexical" / "msra_seg_propn" / "dev.txt"))
+    gold = list(read_word_tag_file(data / "lexical" / "msra_seg_propn" / "dev.txt"))[:limit]
     return ["".join(w for w, _ in s) for s in gold], gold
-
-
-def timed(run, texts: list[str], seconds: float, chunk: int = 256) -> tuple[float, list]:
-    """chars/s of ``run(list_of_texts) -> results`` over ``texts`` (whole passes, at least one),
-    calling ``run`` on ``chunk`` texts at a time."""
-    run(texts[:256])   # warm-up: kernels, oneDNN primitive caches, jieba's dictionary
-    outputs, chars, start = None, 0, time.perf_counter()
-    while outputs is None or time.perf_counter() - start < seconds:
-        current = []
-        for i in range(0, len(texts), chunk):
-            current += run(texts[i:i + chunk])
-        outputs = outputs or current
-        chars += sum(map(len, texts))
-    return chars / (time.perf_counter() - start), outputs
 
 
 def words_to_spans(words: list[str]) -> list[tuple[int, int, str]]:

@@ -23,7 +23,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -31,34 +30,14 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from common import load_note, machine, quiet_load, table, update_section  # noqa: E402
+from bench_lexical import msra_dev  # noqa: E402
+from common import load_note, machine, quiet_load, table, timed, update_section  # noqa: E402
 
 THREADS = 2
 PEERS_PYTHON = HERE / "peers" / ".venv" / "bin" / "python"
 RUNNER = HERE / "peers" / "runner.py"
 ENTITY = {"PER": "PER", "LOC": "LOC", "ORG": "ORG", "nr": "PER", "ns": "LOC", "nt": "ORG"}
 COMMAND = "OMP_NUM_THREADS=2 .venv-paddle3/bin/python benchmarks/bench_lexical_peers.py --data ../shared/data"
-
-
-def msra_dev(data: Path, limit: int | None):
-    from taskflow.tasks.lexical_analysis.data import read_word_tag_file
-
-    gold = list(read_word_tag_file(data / "lexical" / "msra_seg_propn" / "dev.txt"))[:limit]
-    return ["".join(w for w, _ in s) for s in gold], gold
-
-
-def timed(run, texts: list[str], seconds: float, chunk: int) -> tuple[float, list]:
-    """chars/s of ``run(list_of_texts) -> results`` over whole passes (at least one, at least
-    ``seconds``), ``chunk`` texts a call; warm-up call first (benchmarks/bench_lexical.py's)."""
-    run(texts[:256])
-    outputs, chars, start = None, 0, time.perf_counter()
-    while outputs is None or time.perf_counter() - start < seconds:
-        current = []
-        for i in range(0, len(texts), chunk):
-            current += run(texts[i:i + chunk])
-        outputs = outputs or current
-        chars += sum(map(len, texts))
-    return chars / (time.perf_counter() - start), outputs
 
 
 class InProcess:

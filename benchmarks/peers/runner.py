@@ -27,10 +27,11 @@ import json
 import os
 import statistics
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PKUSEG_HOME = os.path.join(HERE, ".venv", "pkuseg_home")
+sys.path.insert(0, os.path.dirname(HERE))
+from common import timed  # noqa: E402  (benchmarks/common.py: the same timing as the in-process engines)
 
 
 def dist_version(name):
@@ -89,19 +90,6 @@ def load(engine, threads):
                 return [(seg.cut(text), []) for text in texts]
         return run, info
     raise SystemExit("unknown engine %r" % engine)
-
-
-def timed(run, texts, seconds, chunk):
-    """chars/s over whole passes (at least one, at least ``seconds``), ``chunk`` texts a call."""
-    run(texts[:256])
-    outputs, chars, start = None, 0, time.perf_counter()
-    while outputs is None or time.perf_counter() - start < seconds:
-        current = []
-        for i in range(0, len(texts), chunk):
-            current += run(texts[i:i + chunk])
-        outputs = outputs or current
-        chars += sum(map(len, texts))
-    return chars / (time.perf_counter() - start), outputs
 
 
 def main():
