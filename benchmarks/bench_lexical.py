@@ -37,14 +37,6 @@ def msra_dev(data: Path, limit: int | None = None):
     return ["".join(w for w, _ in s) for s in gold], gold
 
 
-def words_to_spans(words: list[str]) -> list[tuple[int, int, str]]:
-    spans, start = [], 0
-    for word in words:
-        spans.append((start, start + len(word), ""))
-        start += len(word)
-    return spans
-
-
 def raw_predictor(task, *, onednn: bool, ir_optim: bool):
     """A Paddle Inference predictor on the task's exported program with explicit switches."""
     from paddle import inference
@@ -109,6 +101,7 @@ def main_speed(args) -> None:
     import jieba.posseg
 
     from taskflow import Taskflow
+    from taskflow.tasks.lexical_analysis.silver import word_spans
     from taskflow.tasks.lexical_analysis.train import score_msra
 
     jieba.setLogLevel(60)
@@ -132,7 +125,7 @@ def main_speed(args) -> None:
     speeds, outputs = median_speeds(engines, texts, args.seconds, args.rounds, chunk=len(texts))
     rows = []
     for name, (median, low, high) in speeds.items():
-        f1 = score_msra([words_to_spans(r["segs"]) for r in outputs[name]], gold)["segmentation"]
+        f1 = score_msra([word_spans((w, "") for w in r["segs"]) for r in outputs[name]], gold)["segmentation"]
         rows.append([name, f"{median:,.0f} ({low:,.0f}-{high:,.0f})", f1["precision"], f1["recall"], f1["f1"]])
     ratio = speeds["taskflow lexical_analysis, batch 64"][0] / speeds["jieba.posseg.cut (HMM on)"][0]
     lines += ["Segmentation speed and quality on the same texts (gold: MSR segmentation; jieba follows its own "
@@ -328,7 +321,6 @@ def candidate_package(base: Path, out: Path, type_name: str, overrides: dict) ->
     architecture = {**manifest["architecture"], **overrides, "type": type_name}
     manifest["architecture"] = architecture
     network = network_class(type_name)(**{k: v for k, v in architecture.items() if k != "type"})
-    network.eval()
     save_weights(network, out / "weights.npz", float16=lambda name: "emb" in name)
     manifest["files"] = {name: {"sha256": sha256_file(out / name), "size": (out / name).stat().st_size}
                          for name in manifest["files"]}
@@ -350,11 +342,11 @@ def architecture_experiment(args) -> None:
     n_chars = sum(map(len, texts))
     base = _bundled_root() / "lexical_analysis" / "bigru_crf"
     with tempfile.TemporaryDirectory() as tmp:
-        tasks, engines, network_only = {}, {}, {}
-        for label, type_name, overrides in CANDIDATES:
-            package = candidate_package(base, Path(tmp) / type_name / str(len(tasks)), type_name, overrides)
+        engines, network_only, sizes = {}, {}, {}
+        for i, (label, type_name, overrides) in enumerate(CANDIDATES):
+            package = candidate_package(base, Path(tmp) / str(i), type_name, overrides)
+            sizes[label] = (package / "weights.npz").stat().st_size
             task = Taskflow("lexical_analysis", task_path=str(package), batch_size=64, num_threads=THREADS)
-            tasks[label] = task
             engines[label] = task
             batches = [task.task.preprocess([(0, t) for t in texts[i:i + 64]]) for i in range(0, len(texts), 64)]
             predictor = task.task.predictor
@@ -366,8 +358,6 @@ def architecture_experiment(args) -> None:
             network_only[label] = network
         speeds, _ = median_speeds(engines, texts, args.seconds, args.rounds, chunk=len(texts))
         raw, _ = median_speeds(network_only, texts, args.seconds, args.rounds, chunk=len(texts))
-        sizes = {label: (Path(tmp) / type_name / str(i) / "weights.npz").stat().st_size
-                 for i, (label, type_name, _) in enumerate(CANDIDATES)}
     first = CANDIDATES[0][0]
     rows = [[label, f"{speeds[label][0]:,.0f} ({speeds[label][1]:,.0f}-{speeds[label][2]:,.0f})",
              f"{speeds[label][0] / speeds[first][0]:.2f}x", f"{raw[label][0]:,.0f}", f"{sizes[label] / 2**20:.1f}"]

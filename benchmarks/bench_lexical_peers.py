@@ -216,8 +216,9 @@ def main() -> None:
         "LAC(mode='lac') as shipped": "Baidu's own, not MSR's",
         f"LAC(mode='lac'), {THREADS} math threads": "Baidu's own, not MSR's",
         "pkuseg": "pkuseg's default mixed-domain model, not MSR's",
-        candidate_name: "MSR (trained on MSRA, CLUENER and silver corpus lines)",
     }
+    if candidate_name:
+        standard[candidate_name] = "MSR (trained on MSRA, CLUENER and silver corpus lines)"
     rows, median = [], {}
     for name, engine in engines.items():
         shown = names.get(name, name)

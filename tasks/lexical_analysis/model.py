@@ -150,7 +150,9 @@ class ConvLexicalNet(LexicalNet):
     adds (zero padding at the text's ends, as if it were alone).
     """
 
-    def __init__(self, *args, dilations: tuple[int, ...] = (1, 1, 2), **kwargs):
+    DILATIONS = (1, 1, 2)   # one block: Strubell et al.'s NER setting
+
+    def __init__(self, *args, dilations: tuple[int, ...] = DILATIONS, **kwargs):
         self._dilations = tuple(dilations)
         super().__init__(*args, **kwargs)
 

@@ -41,7 +41,6 @@ from .data import (LAC_TAGS, LAC_TO_COARSE, UPOS_TO_COARSE, JIEBA_TO_LAC, Lexico
 LABELS = [f"{tag}-{part}" for tag in LAC_TAGS for part in "BI"]
 GENRE_DEV = Path(__file__).parent / "dev" / "genre_dev.jsonl"   # hand-checked, out of MSRA's genre (dev/README.md)
 LABEL_ID = {label: i for i, label in enumerate(LABELS)}
-DILATIONS = [1, 1, 2]   # one block of the idcnn_crf network (Strubell et al. 2017's NER setting)
 _SPLIT_AFTER = set("，。；！？：,;!?:、")
 
 
@@ -137,19 +136,6 @@ def batches(examples: list[tuple[str, list[int]]], batch_size: int, rng: random.
 
 # ----------------------------------------------------------------- decoding
 
-def crf_batch_loss(network, examples: list[tuple[str, list[int]]], chars: dict, bigrams: dict):
-    """The CRF loss of ``network`` on ``(normalised text, label ids)`` examples, padded into one batch."""
-    import paddle
-
-    feeds = encode([text for text, _ in examples], chars, bigrams)
-    tags = np.zeros_like(feeds["char_ids"])
-    for row, (text, labels) in enumerate(examples):
-        tags[row, : len(text)] = labels
-    char_ids = paddle.to_tensor(feeds["char_ids"])
-    emission, _ = network.emissions(char_ids, paddle.to_tensor(feeds["bigram_ids"]))
-    return network.crf_loss(emission, char_ids, paddle.to_tensor(tags))
-
-
 def spans_of(words: list[str]) -> list[tuple[int, int]]:
     spans, start = [], 0
     for word in words:
@@ -212,6 +198,19 @@ def score_msra(predicted: list[list[tuple[int, int, str]]], gold: list[list[tupl
 
 # ----------------------------------------------------------------- training
 
+def crf_batch_loss(network, examples: list[tuple[str, list[int]]], chars: dict, bigrams: dict):
+    """The CRF loss of ``network`` on ``(normalised text, label ids)`` examples, padded into one batch."""
+    import paddle
+
+    feeds = encode([text for text, _ in examples], chars, bigrams)
+    tags = np.zeros_like(feeds["char_ids"])
+    for row, (text, labels) in enumerate(examples):
+        tags[row, : len(text)] = labels
+    char_ids = paddle.to_tensor(feeds["char_ids"])
+    emission, _ = network.emissions(char_ids, paddle.to_tensor(feeds["bigram_ids"]))
+    return network.crf_loss(emission, char_ids, paddle.to_tensor(tags))
+
+
 def training_examples(args, paths: dict[str, Path], rng: random.Random):
     """MSRA train with derived LAC tags, cut into pieces and augmented, as ``(text, label ids)``;
     the vocabularies; the lexicon that tagged it; the dev sentences."""
@@ -259,9 +258,12 @@ def train(args) -> None:
     architecture = {
         "vocab_size": len(char_list), "bigram_vocab_size": len(bigram_list), "num_tags": len(LABELS),
         "char_dim": args.char_dim, "bigram_dim": args.bigram_dim, "hidden_size": args.hidden_size,
-        "num_layers": args.num_layers, **({"dilations": DILATIONS} if args.network == "idcnn_crf" else {}),
+        "num_layers": args.num_layers,
     }
-    network = network_class(args.network)(**architecture, dropout=args.dropout)
+    kind = network_class(args.network)
+    if args.network == "idcnn_crf":   # the manifest names the block, so the package rebuilds the same network
+        architecture["dilations"] = list(kind.DILATIONS)
+    network = kind(**architecture, dropout=args.dropout)
     clip = paddle.nn.ClipGradByGlobalNorm(5.0)
     optimizer = paddle.optimizer.Adam(learning_rate=args.lr, parameters=network.parameters(), grad_clip=clip)
 
@@ -325,7 +327,8 @@ def write(args, network, architecture, char_list, bigram_list, history, lexicon)
         (draft / "vocab.json").write_text(json.dumps({"chars": char_list, "bigrams": bigram_list}, ensure_ascii=False),
                                           encoding="utf-8")
         context = (f"{args.num_layers} BiGRU layers of {args.hidden_size}" if args.network == "bigru_crf" else
-                   f"{args.num_layers} blocks of dilated convolutions {tuple(DILATIONS)}, {args.hidden_size} wide")
+                   f"{args.num_layers} blocks of dilated convolutions {tuple(architecture['dilations'])}, "
+                   f"{args.hidden_size} wide")
         draft.write({
             "description": f"LAC-style char tagger (char + bigram embeddings, {context}, CRF with Viterbi in "
                            "the graph), trained from scratch on public data.",
