@@ -53,7 +53,7 @@ def convert(checkpoint_path: str | Path, out: str | Path, *, name: str, version:
     """Write the package; returns its :class:`taskflow.packages.Manifest`."""
     from .model import EncoderConfig, PretrainConfig, Pretrainer
 
-    checkpoint = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
+    checkpoint = torch.load(checkpoint_path, map_location="cpu", weights_only=True)
     config = checkpoint["config"]
     pretrain_config = PretrainConfig(EncoderConfig(**config["encoder"]), objective=config["objective"],
                                      generator_fraction=config["generator_fraction"],

@@ -220,7 +220,7 @@ def main(argv=None) -> int:
     rng = random.Random(args.seed)
     torch.manual_seed(args.seed)
 
-    checkpoint = torch.load(args.encoder, map_location="cpu", weights_only=False)
+    checkpoint = torch.load(args.encoder, map_location="cpu", weights_only=True)
     config = EncoderConfig(**{**checkpoint["config"]["encoder"], "dropout": args.dropout})
     if args.max_seq_len > config.max_len:
         raise SystemExit(f"--max-seq-len {args.max_seq_len} exceeds the encoder's positions ({config.max_len})")

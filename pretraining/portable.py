@@ -39,7 +39,7 @@ def reduce(checkpoint: dict) -> dict:
 
 
 def pack(checkpoint_path: str | Path, out_dir: str | Path, max_mib: float = 15.0) -> list[Path]:
-    checkpoint = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
+    checkpoint = torch.load(checkpoint_path, map_location="cpu", weights_only=True)
     buffer = io.BytesIO()
     torch.save(reduce(checkpoint), buffer)
     data = buffer.getvalue()

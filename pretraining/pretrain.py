@@ -114,7 +114,10 @@ def save_checkpoint(path: Path, state: dict) -> None:
 
 
 def rng_state() -> dict:
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    # numpy's state as plain Python (its array as a list), so the checkpoint loads with weights_only=True.
+    name, keys, position, has_gauss, cached = np.random.get_state(legacy=True)
+    numpy_state = (name, keys.tolist(), int(position), int(has_gauss), float(cached))
+    state = {"python": random.getstate(), "numpy": numpy_state, "torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
@@ -122,7 +125,8 @@ def rng_state() -> dict:
 
 def set_rng_state(state: dict) -> None:
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    name, keys, position, has_gauss, cached = state["numpy"]
+    np.random.set_state((name, np.asarray(keys, dtype=np.uint32), position, has_gauss, cached))
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
@@ -196,7 +200,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     checkpoint = None
     if args.resume:
-        checkpoint = torch.load(args.resume, map_location="cpu", weights_only=False)
+        checkpoint = torch.load(args.resume, map_location="cpu", weights_only=True)   # tensors and plain data, no code
         kept = checkpoint["args"]
         # What defines the run comes from the checkpoint; what this piece does (its budget, its
         # corpus files, where they are) from the command line.
@@ -301,7 +305,7 @@ def main(argv=None) -> int:
                 # The steps since the last log line, so a resumed piece's first line averages the same steps.
                 "log_window": [{k: float(v) for k, v in w.items()} for w in window],
                 "rng": rng_state(), "vocab": vocab.tokens, "config": asdict(config), "args": vars(args),
-                "torch": torch.__version__}
+                "torch": str(torch.__version__)}
 
     def save(reason: str) -> None:
         nonlocal last_save

@@ -53,7 +53,7 @@ def pilot(pairs: list[str]) -> str:
     rows = []
     for pair in pairs:
         run, _, package = pair.partition("=")
-        checkpoint = torch.load(Path(run) / "checkpoint.pt", map_location="cpu", weights_only=False)
+        checkpoint = torch.load(Path(run) / "checkpoint.pt", map_location="cpu", weights_only=True)
         encoder, args = checkpoint["config"]["encoder"], checkpoint["args"]
         evals = [r for r in read_log(Path(run)) if "eval_loss" in r]
         selection = {}
