@@ -19,6 +19,7 @@ folder and no code.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import inspect
@@ -27,7 +28,7 @@ import tempfile
 import threading
 import warnings
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence, TypeVar
 
 from .errors import ManifestError
 from .packages import MANIFEST, Manifest, ModelPackage, cache_dir, resolve
@@ -35,6 +36,8 @@ from .predictor import InputSpec, Predictor, PredictorOptions, check_device, loa
 from .text import Normalizer
 
 __all__ = ["Model", "register_network", "network_class", "network_types"]
+
+T = TypeVar("T")
 
 # ---------------------------------------------------------------- networks
 # architecture type -> "module:attribute"; imported on first use.
@@ -104,7 +107,8 @@ class Model:
         self.requires = dict(requires or {})
         self._default_type = default_type
         self._default_normalization = default_normalization
-        self._predictor: Predictor | None = None
+        self._predictors: dict[tuple[InputSpec, ...], Predictor] = {}
+        self._vocabs: dict[Callable, object] = {}
         self._lock = threading.Lock()
 
     # --------------------------------------------------------- resolution
@@ -161,6 +165,10 @@ class Model:
                 f"{', '.join(self.requires) or 'none'}); add it to the manifest's 'requires'"
             ) from None
 
+    # ------------------------------------------------------ preprocessing
+    # The package's own files, read here and nowhere else (as a tokenizer reads its vocabulary), so
+    # a task never names a file: what the manifest pins is what runs.
+
     @property
     def normalizer(self) -> Normalizer:
         """The text normalisation the model was trained with (manifest ``normalization``)."""
@@ -172,6 +180,38 @@ class Model:
             return Normalizer(spec)
         except ValueError as exc:
             raise ManifestError(f"model {self.name!r}: {exc}") from None
+
+    @functools.cached_property
+    def labels(self) -> tuple:
+        """The network's output labels, in output order (manifest ``labels``)."""
+        labels = self.manifest.get("labels")
+        if not isinstance(labels, (list, tuple)) or not labels:
+            raise ManifestError(f"model {self.name!r} lists no 'labels' (the network's outputs, in order), "
+                                f"got {labels!r}; add them to its manifest")
+        return tuple(labels)
+
+    @property
+    def vocab_file(self) -> Path:
+        """The vocabulary the manifest pins: its one file named ``vocab.*`` (``vocab.json``, ``vocab.txt``)."""
+        names = [name for name in self.manifest.files if name.partition(".")[0] == "vocab"]
+        if len(names) != 1:
+            found = f"{len(names)} ({', '.join(names)})" if names else "none"
+            raise ManifestError(f"model {self.name!r} needs one vocabulary file named vocab.* (vocab.json, vocab.txt) "
+                                f"in its manifest's 'files'; it lists {found} among {', '.join(self.manifest.files)}")
+        return self.path(names[0])
+
+    def vocab(self, load: Callable[[Path], T]) -> T:
+        """The vocabulary read by ``load``, the task's reader of its format (e.g. ``Vocab.load``),
+        from :attr:`vocab_file`; read once per reader and shared by every task that runs this model."""
+        with self._lock:
+            if load not in self._vocabs:
+                path = self.vocab_file
+                try:
+                    self._vocabs[load] = load(path)
+                except (ValueError, KeyError, TypeError) as exc:   # JSON, UTF-8 and layout errors alike
+                    raise ManifestError(f"model {self.name!r}: cannot read its vocabulary {path}: "
+                                        f"{type(exc).__name__}: {exc}") from exc
+            return self._vocabs[load]
 
     # ------------------------------------------------------------ network
     @property
@@ -205,12 +245,21 @@ class Model:
         return digest.hexdigest()
 
     def predictor(self, inputs: Sequence[InputSpec]) -> Predictor:
-        """The model's predictor (made once: the static export, then Paddle Inference)."""
+        """The model's predictor for these feeds (the static export, then Paddle Inference), made once
+        per spec: tasks that share this model with other feeds (another batch size or window, other
+        names) each get their own, never one made for another's feeds."""
+        spec = tuple(inputs)
         with self._lock:
-            if self._predictor is None:
-                self._predictor = Predictor(self.build_network, inputs=inputs, export_dir=self.export_dir(),
-                                            weights_key=self.weights_key(), options=self.options)
-            return self._predictor
+            predictor = self._predictors.get(spec)
+            if predictor is None:
+                # The exported program depends on the feeds' names, dtypes and ranks; their sizes only
+                # bound TensorRT's plans, so specs that differ in size alone share one export.
+                feeds = repr([(s.name, s.dtype, len(s.max_shape)) for s in spec]).encode()
+                export_key = hashlib.sha256(self.weights_key().encode() + feeds).hexdigest()
+                predictor = self._predictors[spec] = Predictor(
+                    self.build_network, inputs=spec, export_dir=self.export_dir(), weights_key=export_key,
+                    options=self.options)
+            return predictor
 
     def export_dir(self) -> Path:
         """Where the static export goes: beside the cached package, or, when the cache home cannot be

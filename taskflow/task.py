@@ -180,10 +180,6 @@ class Task:
             + ("; decode bytes first, e.g. value.decode('utf-8')" if isinstance(inputs, (bytes, bytearray)) else "")
         )
 
-    def check_items(self, inputs: Any) -> list[Any]:
-        """The caller's input as checked items; a bad one raises a typed error naming its index."""
-        return [self.check_item(item, i) for i, item in enumerate(self.as_items(inputs))]
-
     def run_items(self, items: list[Any]) -> list[Any]:
         """Results for already-checked items, one per item, in order."""
         owners: list[int] = []

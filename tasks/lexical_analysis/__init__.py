@@ -80,7 +80,8 @@ normalize = LexicalNormalizer(Normalizer(NORMALIZATION))   # the shipped model's
 
 
 def read_vocab(path) -> tuple[dict[str, int], dict[str, int]]:
-    """``(char -> id, bigram -> id)`` from a package's ``vocab.json``."""
+    """``(char -> id, bigram -> id)`` from a ``{"chars": [...], "bigrams": [...]}`` file: the reader of
+    this format that a task hands its model (``model.vocab(read_vocab)``), which reads the file it pins."""
     with open(path, encoding="utf-8") as handle:
         data = json.load(handle)
     return ({c: i for i, c in enumerate(data["chars"])}, {b: i for i, b in enumerate(data["bigrams"])})
@@ -167,10 +168,10 @@ class LexicalStages(TextTask):
         if self.lexical_role is not None:
             self.network_model = model.required(self.lexical_role)
         lexical = self.network_model
-        self.labels = list(lexical.manifest["labels"])
+        self.labels = list(lexical.labels)
         self._label_tags = [label.rsplit("-", 1)[0] for label in self.labels]
         self._label_begins = [label.endswith("-B") for label in self.labels]
-        self.chars, self.bigrams = read_vocab(lexical.path("vocab.json"))
+        self.chars, self.bigrams = lexical.vocab(read_vocab)
         self.normalize = LexicalNormalizer(lexical.normalizer)
 
     @property

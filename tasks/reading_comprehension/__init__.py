@@ -105,7 +105,7 @@ class ReadingComprehensionTask(MultiTextTask):
         if list(manifest.get("features", FEATURES)) != list(FEATURES):
             raise ManifestError(f"model {manifest.name!r} was trained with features {manifest.get('features')}; "
                                 f"this taskflow computes {list(FEATURES)}: upgrade taskflow or retrain")
-        self.vocab = Vocab.load(model.path("vocab.json"))
+        self.vocab = model.vocab(Vocab.load)
         self.normalize = model.normalizer
         if not self.normalize.keeps_length:
             raise ManifestError(f"model {manifest.name!r}: reading comprehension needs a normalisation that keeps "

@@ -51,6 +51,8 @@ def encode(texts: list[str], vocab: dict[str, int], normalize=normalize) -> np.n
 
 
 def read_vocab(path) -> dict[str, int]:
+    """Token -> id (its line number) from a one-token-a-line file: the reader of this format that a
+    task hands its model (``model.vocab(read_vocab)``), which reads the file it pins."""
     with open(path, encoding="utf-8") as handle:
         tokens = handle.read().split("\n")
     if tokens and tokens[-1] == "":
@@ -79,8 +81,8 @@ class TextClassificationTask(TextTask):
     def __init__(self, model, *, return_all_scores: bool = False, **base):
         super().__init__(model, **base)
         self.return_all_scores = bool_option("return_all_scores", return_all_scores)
-        self.labels = list(self.manifest["labels"])
-        self.vocab = read_vocab(model.path("vocab.txt"))
+        self.labels = list(model.labels)
+        self.vocab = model.vocab(read_vocab)
         self.normalize = model.normalizer
 
     def input_specs(self):

@@ -80,7 +80,7 @@ class TextSimilarityTask(MultiTextTask):
                 "(see Taskflow.tasks()), or drop return_embeddings.", "return_embeddings"
             )
         self.return_embeddings = return_embeddings
-        self.vocab = Vocab.load(model.path("vocab.json"))
+        self.vocab = model.vocab(Vocab.load)
         self.normalize = model.normalizer
 
     @property
