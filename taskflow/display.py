@@ -27,6 +27,8 @@ class Results(list):
         self._render = render
 
     def _repr_html_(self) -> str:
+        if not self:   # an empty cell in a notebook reads as "nothing happened"
+            return "<p style='font-family:sans-serif'><i>no results</i></p>"
         if self._render is None:
             return html_table([r if isinstance(r, dict) else {"result": r} for r in self])
         return self._render(list(self))

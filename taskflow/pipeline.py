@@ -87,7 +87,7 @@ class Taskflow:
         registered = get_task_class(task)
         package_task, model_name = self.locate(registered, model, mode, own_package=task_path is not None)
         cls = registered.class_for(package_task)
-        _check_option_names(cls, task_options)
+        _check_option_names(cls, task_options, registered)
         options = PredictorOptions(
             device=device, precision=precision, num_threads=num_threads, static=static, tensorrt=tensorrt
         )
@@ -114,15 +114,16 @@ class Taskflow:
 
     @staticmethod
     def _pick_model(cls, model: str | None, mode: str | None) -> str:
+        picked = _listed_model(cls, model) if model not in (None, "") else None
         if mode is not None:
             if mode not in cls.modes:
                 raise UnknownModelError(
                     f"task {cls.name!r} has no mode {mode!r}; modes: {', '.join(cls.modes) or 'none'}"
                 )
-            if model is not None and model != cls.modes[mode]:
+            if picked is not None and picked != cls.modes[mode]:
                 raise UnknownModelError(f"mode {mode!r} runs model {cls.modes[mode]!r}; do not also pass model={model!r}")
             return cls.modes[mode]
-        return model or cls.default_model
+        return picked or cls.default_model
 
     def __call__(self, inputs: Any, *, on_error: str = "raise") -> Results:
         """Results for ``inputs`` (one item or a list of items): a list with one
@@ -265,11 +266,53 @@ class Taskflow:
             rows.append({
                 "task": name,
                 "aliases": list(cls.aliases),
-                "models": available_models(name) + _shared_models(cls),
+                "models": listed_models(cls),
                 "default_model": cls.default_model,
                 "modes": dict(cls.modes),
             })
         return rows
+
+
+def listed_models(cls) -> list[str]:
+    """The models :meth:`Taskflow.tasks` lists for a task class: its own shipped ones, then the
+    ``"other_task/name"`` ones its default or modes run."""
+    return available_models(cls.name) + _shared_models(cls)
+
+
+def _listed_model(cls, model: str) -> str:
+    """The listed model ``model`` names: a listed name, or the part after the ``/`` of exactly one.
+
+    Only listed names load: a name is never a path (``model="/some/dir/pkg"`` would run weights from
+    anywhere as if they shipped with taskflow, and write their export beside them); a package of
+    one's own is passed as ``task_path=``.
+    """
+    if not isinstance(model, str):
+        raise OptionError(f"model must be a str naming one of the task's models, got {type(model).__name__} "
+                          f"({model!r})", "model")
+    listed = listed_models(cls)
+    if model in listed:
+        return model
+    named = [ref for ref in listed if "/" not in model and ref.rpartition("/")[2] == model]
+    if len(named) == 1:
+        return named[0]
+    choices = ", ".join(listed) or "none"
+    if len(named) > 1:
+        raise UnknownModelError(f"model {model!r} of task {cls.name!r} is ambiguous: it may be {', '.join(named)}; "
+                                "pass the full name")
+    if _looks_like_a_path(model):
+        raise OptionError(f"model={model!r} is a path, not one of the models of task {cls.name!r} ({choices}): "
+                          "model= takes a name that Taskflow.tasks() lists. To run a package of your own, pass "
+                          f"task_path={model!r} (--task-path on the command line).", "model")
+    raise UnknownModelError(f"task {cls.name!r} has no model {model!r}; available: {choices}. "
+                            "To run your own trained package, pass task_path=<its directory>.")
+
+
+def _looks_like_a_path(name: str) -> bool:
+    """Whether ``name`` is written as a path (or names one) rather than as ``name`` or ``task/name``."""
+    parts = name.replace("\\", "/").split("/")
+    return (len(parts) > 2 or name.startswith("~") or os.path.isabs(name) or "\\" in name
+            or any(part in ("", ".", "..") for part in parts)
+            or (len(parts) == 2 and parts[0] not in task_names()) or os.path.exists(name))
 
 
 def _shared_models(cls) -> list[str]:
@@ -282,13 +325,29 @@ def _shared_models(cls) -> list[str]:
     return found
 
 
-def _check_option_names(cls, task_options: dict) -> None:
+def mode_classes(registered) -> dict[str, type]:
+    """``{mode: the class that runs it}`` for a registered task class (ner's accurate mode runs
+    another class, with options of its own)."""
+    return {mode: registered.class_for(ref.rpartition("/")[0] or registered.name)
+            for mode, ref in registered.modes.items()}
+
+
+def _check_option_names(cls, task_options: dict, registered=None) -> None:
     """Unknown task options are an :class:`OptionError` naming what the task accepts (and the
-    closest name, for a typo), raised before any model is resolved or downloaded."""
+    closest name, for a typo, or the mode that has it), raised before any model is resolved or
+    downloaded."""
     import difflib
 
     accepted = cls.option_names()
+    classes = mode_classes(registered) if registered is not None else {}
     for name in sorted(set(task_options) - set(accepted)):
+        modes = [mode for mode, klass in classes.items() if klass is not cls and name in klass.option_names()]
+        if modes:
+            running = [mode for mode, klass in classes.items() if klass is cls]
+            now = f" (this pipeline runs mode {running[0]!r})" if running else ""
+            raise OptionError(
+                f"{name} is an option of {cls.name}'s mode {modes[0]!r}{now}: pass mode={modes[0]!r} "
+                f"(--mode {modes[0]} on the command line) to use it", name)
         close = difflib.get_close_matches(name, accepted, n=1, cutoff=0.6)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise OptionError(

@@ -54,9 +54,19 @@ class EntityOutput:
         entity_labels = tuple(entity_labels)
         unknown = sorted(set(entity_labels) - set(known))
         if unknown or not entity_labels:
+            import difflib
+
+            # The entity labels are the choices worth listing; any other tag of the model (a POS tag)
+            # is accepted too, but naming all of them buries the answer.
+            default = list(default)
+            close = [difflib.get_close_matches(label, default, n=1, cutoff=0.5) or
+                     difflib.get_close_matches(label.upper(), default, n=1, cutoff=0.5) for label in unknown]
+            hint = "".join(f" Did you mean {c[0]!r} for {label!r}?" for label, c in zip(unknown, close) if c)
+            other = next((tag for tag in known if tag not in default), None)
+            also = f" (any other tag the model gives, e.g. {other!r}, is accepted too)" if other else ""
             raise OptionError(
-                f"entity_labels has {', '.join(map(repr, unknown)) or 'no labels'}; choose from {', '.join(known)}",
-                "entity_labels")
+                f"entity_labels has {', '.join(map(repr, unknown)) or 'no labels'}.{hint} Entity labels: "
+                f"{', '.join(default)}{also}", "entity_labels")
         self.entity_labels = frozenset(entity_labels)
 
     def entity_result(self, text: str, words: Iterable[tuple[int, int, str]]) -> dict:

@@ -71,9 +71,11 @@ class ReadingComprehensionTask(MultiTextTask):
             list of dicts per item, best first.
         max_answer_len: longest answer in chars (default: the model's, 64).
         max_seq_len: window size in chars (default: the model's, 512).
-        doc_stride: overlap of consecutive windows in chars (default: the model's, 128).
-        handle_impossible_answer: answer ``''`` when the null score beats every
-            span (see the module docstring).
+        doc_stride: overlap of consecutive windows in chars (default: the model's, 128;
+            with a smaller max_seq_len, the same share of it).
+        handle_impossible_answer: allow "no answer": give ``''`` (start = end = 0)
+            when the model's score for "the answer is not in the context" beats every
+            span's score (default False: always the best span).
 
     >>> from taskflow import Taskflow
     >>> Taskflow("question_answering_extractive", top_k=2)(("北京是中国的首都。", "中国的首都是哪里？"))  # doctest: +SKIP
@@ -93,13 +95,18 @@ class ReadingComprehensionTask(MultiTextTask):
         self.top_k = int_option("top_k", top_k)
         self.max_answer_len = int_option("max_answer_len", manifest.get("max_answer_len", 64)
                                          if max_answer_len is None else max_answer_len)
-        self.max_seq_len = int_option("max_seq_len", manifest.get("max_seq_len", 512)
-                                      if max_seq_len is None else max_seq_len, 8)
-        self.doc_stride = int_option("doc_stride", manifest.get("doc_stride", 128)
-                                     if doc_stride is None else doc_stride, 0)
+        model_window, model_stride = int(manifest.get("max_seq_len", 512)), int(manifest.get("doc_stride", 128))
+        self.max_seq_len = int_option("max_seq_len", model_window if max_seq_len is None else max_seq_len, 8)
+        if doc_stride is None:
+            # Windows narrower than the model's overlap by the same share of their width, so a
+            # max_seq_len alone is always a valid choice.
+            self.doc_stride = model_stride * min(self.max_seq_len, model_window) // model_window
+        else:
+            self.doc_stride = int_option("doc_stride", doc_stride, 0)
         if self.doc_stride >= self.max_seq_len:
             raise OptionError(f"doc_stride ({self.doc_stride}) must be smaller than max_seq_len "
-                              f"({self.max_seq_len}): windows overlap by doc_stride chars", "doc_stride")
+                              f"({self.max_seq_len}): windows overlap by doc_stride chars; lower doc_stride "
+                              "(--doc-stride) or raise max_seq_len (--max-seq-len)", "doc_stride")
         self.handle_impossible_answer = bool_option("handle_impossible_answer", handle_impossible_answer)
         self.max_question_len = int(manifest.get("max_question_len", 64))
         if list(manifest.get("features", FEATURES)) != list(FEATURES):
