@@ -456,10 +456,33 @@ def test_shipped_model_on_out_of_genre_sentences(text, expected):
     _has_words(text, expected)
 
 
-@pytest.mark.xfail(strict=True, reason="the shipped 1.1.0 model, trained on MSRA news only (issue 15)")
+@pytest.mark.xfail(strict=True, raises=AssertionError,   # a crash is a failure, not the known error
+                   reason="the shipped 1.1.0 model, trained on MSRA news only (issue 15)")
 @pytest.mark.parametrize("text, expected", ISSUE_15_WRONG, ids=[t for t, _ in ISSUE_15_WRONG])
 def test_shipped_model_still_wrong_off_genre(text, expected):
     _has_words(text, expected)
+
+
+
+def test_latin_and_digit_runs_are_never_cut_inside():
+    from taskflow.tasks.lexical_analysis import keep_latin_runs_whole
+
+    text = "买了iphone15和macbook"
+    begins = [True] * len(text)                  # the worst a model can do: a cut before every char
+    tags = ["v", "u"] + ["nz", "nz", "n", "n", "nz", "nz", "m", "m"] + ["c"] + ["n", "v"] * 3 + ["n"]
+    keep_latin_runs_whole(text, begins, tags)
+    words = words_from_labels(text, begins, tags)
+    # Each run is one word with the tag of its first char; the Han chars around keep their own words.
+    assert [(text[s:e], t) for s, e, t in words] == [
+        ("买", "v"), ("了", "u"), ("iphone15", "nz"), ("和", "c"), ("macbook", "n")]
+
+
+@pytest.mark.skipif("bigru_crf" not in available_models("lexical_analysis"), reason="shipped model not built yet")
+@pytest.mark.parametrize("text, run", [("我买了iPhone手机", "iPhone"), ("新款ＭａｃＢｏｏｋ很好用", "ＭａｃＢｏｏｋ"),
+                                       ("iPhone15售价7999元", "iPhone15")])
+def test_shipped_model_keeps_latin_runs_whole(text, run):
+    (segs,) = Taskflow("word_segmentation")([text])
+    assert run in segs, segs
 
 
 def test_notebook_view_highlights_words_and_entities(tiny):

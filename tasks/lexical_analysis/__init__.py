@@ -125,6 +125,22 @@ def mark_unseen_symbols(text: str, known: dict[str, int], begins: list[bool], ta
             run = False
 
 
+def _alnum(ch: str) -> bool:
+    return ch.isascii() and ch.isalnum()
+
+
+def keep_latin_runs_whole(text: str, begins: list[bool], tags: list[str]) -> None:
+    """Never cut inside a run of Latin letters and digits (``iPhone15``, ``MacBook``, ``2024``), as LAC
+    and jieba never do: a char-level model trained on Chinese news has seen few such runs and splits
+    them where their chars' statistics look like a boundary (``iPho|ne``).  Each char of a run goes on
+    the word that holds the run's first char, with its tag.  ``text`` is the normalised text (half-width,
+    so full-width Latin counts too); ``begins``/``tags`` are changed in place."""
+    for i in range(1, len(text)):
+        if _alnum(text[i]) and _alnum(text[i - 1]):
+            begins[i] = False
+            tags[i] = tags[i - 1]
+
+
 def words_from_labels(text: str, begins: list[bool], tags: list[str]) -> list[tuple[int, int, str]]:
     """``(start, end, tag)`` words from per-char starts and tags; whitespace runs are ``w`` words."""
     words: list[tuple[int, int, str]] = []
@@ -205,6 +221,7 @@ class LexicalStages(TextTask):
                 begins[offset] = True
         norm = self.normalize(item)
         mark_unseen_symbols(norm, self.chars, begins, tags)
+        keep_latin_runs_whole(norm, begins, tags)
         if user_dict is not None:
             user_dict.apply(norm, begins, tags)
         return words_from_labels(item, begins, tags)
@@ -213,6 +230,14 @@ class LexicalStages(TextTask):
 @register_task("lexical_analysis", aliases=["lac", "lexical"])
 class LexicalAnalysisTask(LexicalStages):
     """Words and their LAC tags (POS plus PER/LOC/ORG/TIME) for each text.
+
+    Options:
+        user_dict: a UTF-8 text file (or a list of its lines) of words the model must
+            get right, one entry a line: a word, or its parts separated by spaces, each
+            optionally tagged, ``春天/SEASON`` or ``花 开/v``; or jieba's ``word [freq]
+            [tag]``. Entries win over the model.
+        user_dict_format: how user_dict's lines are read: ``auto`` (told by the lines),
+            ``lac`` or ``jieba``.
 
     >>> from taskflow import Taskflow
     >>> Taskflow("lexical_analysis", user_dict=["北京大学/ORG"])("我在北京大学")   # doctest: +SKIP
