@@ -34,7 +34,9 @@ from bench_lexical import msra_dev  # noqa: E402
 from common import load_note, machine, quiet_load, table, timed, update_section  # noqa: E402
 
 THREADS = 2
+LAC26 = f"LAC(mode='lac') on paddlepaddle 2.6.2, {THREADS} math threads"   # LAC as its users run it today
 PEERS_PYTHON = HERE / "peers" / ".venv" / "bin" / "python"
+LAC_PYTHON = HERE / "peers" / ".venv-lac" / "bin" / "python"   # LAC on paddlepaddle 2.6.2 (setup.sh)
 RUNNER = HERE / "peers" / "runner.py"
 ENTITY = {"PER": "PER", "LOC": "LOC", "ORG": "ORG", "nr": "PER", "ns": "LOC", "nt": "ORG"}
 COMMAND = "OMP_NUM_THREADS=2 .venv-paddle3/bin/python benchmarks/bench_lexical_peers.py --data ../shared/data"
@@ -138,6 +140,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the median is reported")
     parser.add_argument("--sentences", type=int, help="only the first N dev sentences (trials)")
     parser.add_argument("--peers-python", type=Path, default=PEERS_PYTHON, help="the peers venv's python")
+    parser.add_argument("--lac-python", type=Path, default=LAC_PYTHON,
+                        help="python of a venv with LAC on paddlepaddle 2.6.2 (Python 3.9+)")
     parser.add_argument("--no-wait", action="store_true", help="do not wait up to 120 s for a quiet machine")
     parser.add_argument("--no-write", action="store_true", help="print, do not write RESULTS.md")
     parser.add_argument("--candidate", type=Path,
@@ -189,6 +193,9 @@ def main() -> None:
             "LAC(mode='lac') as shipped": Peer("lac", handle.name, 64, args.peers_python),
             f"LAC(mode='lac'), {THREADS} math threads": Peer("lac2", handle.name, 64, args.peers_python),
             "pkuseg": Peer("pkuseg", handle.name, 64, args.peers_python),
+            # LAC as its users run it today: Paddle 2.6 (paddle.fluid aliased), the math library on 2 threads.
+            LAC26: Peer(
+                "lac2", handle.name, 64, args.lac_python),
         }
         if candidate_name:
             engines[candidate_name] = InProcess(lambda ts: run_taskflow(ts, candidate), len(texts))
@@ -216,6 +223,7 @@ def main() -> None:
         "LAC(mode='lac') as shipped": "Baidu's own, not MSR's",
         f"LAC(mode='lac'), {THREADS} math threads": "Baidu's own, not MSR's",
         "pkuseg": "pkuseg's default mixed-domain model, not MSR's",
+        LAC26: "Baidu's own, not MSR's",
     }
     if candidate_name:
         standard[candidate_name] = "MSR (trained on MSRA, CLUENER and silver corpus lines)"
@@ -235,22 +243,25 @@ def main() -> None:
     ours = median.get("taskflow lexical_analysis, batch 64")
     ratios = []
     if candidate_name and candidate_name in median:
-        for name in ("LAC(mode='lac') as shipped", f"LAC(mode='lac'), {THREADS} math threads"):
+        for name in ("LAC(mode='lac') as shipped", f"LAC(mode='lac'), {THREADS} math threads", LAC26):
             if name in median:
                 ratios.append(f"candidate / {name}: **{median[candidate_name] / median[name]:.2f}x**")
-    for name in ("LAC(mode='lac') as shipped", f"LAC(mode='lac'), {THREADS} math threads", "pkuseg",
+    for name in ("LAC(mode='lac') as shipped", f"LAC(mode='lac'), {THREADS} math threads", LAC26, "pkuseg",
                  "jieba.posseg.cut (HMM on)"):
         if ours and name in median:
             ratios.append(f"taskflow / {names.get(name, name)}: **{ours / median[name]:.2f}x**")
         else:
             ratios.append(f"taskflow / {names.get(name, name)}: not measured ({engines[name].error or 'no timing'})")
 
-    peer_info = next((e.info for e in engines.values() if isinstance(e, Peer) and e.info), {})
+    lac26 = engines[LAC26].info
+    peer_info = next((e.info for e in engines.values() if isinstance(e, Peer) and e.info and e is not engines[LAC26]), {})
     versions = (f"LAC {peer_info.get('LAC', '?')} on paddlepaddle {peer_info.get('paddlepaddle', '?')}"
                 if "LAC" in peer_info else "LAC not run")
     pk_info = engines["pkuseg"].info
     versions += f", pkuseg {pk_info['pkuseg']}" if pk_info else ", pkuseg not run"
     versions += f" (Python {peer_info['python']}, benchmarks/peers/.venv made by benchmarks/peers/setup.sh)" if peer_info else ""
+    versions += (f"; LAC {lac26.get('LAC', '?')} on paddlepaddle {lac26.get('paddlepaddle', '?')} (Python {lac26.get('python')}, "
+                 "benchmarks/peers/.venv-lac, paddle.fluid aliased to paddle.base)" if lac26 else "; LAC on Paddle 2.6 not run")
     subset = f"the first {len(texts)} of " if args.sentences else ""
     lines = [
         f"Machine: {machine()}; {load_note(load)}. Texts: {subset}MSRA dev ({len(texts)} sentences, {n_chars:,} chars, "
@@ -268,7 +279,7 @@ def main() -> None:
         "",
         table(["segmenter", "chars/s", "P", "R", "F1", "PER/LOC/ORG F1", "segmentation standard"], rows),
         "",
-        "; ".join(ratios) + " (target: >= 1.0x LAC at batch 64, issue 15).",
+        "; ".join(ratios) + " (target: >= 1.2x LAC on paddlepaddle 2.6.2, issue 23).",
         "",
     ]
     body = "## lexical_analysis: speed vs LAC and pkuseg\n\n" + "\n".join(lines)

@@ -49,6 +49,15 @@ def load(engine, threads):
     """``(run, info)``: run(list of texts) -> list of (words, tags)."""
     info = {"python": sys.version.split()[0]}
     if engine in ("lac", "lac2"):
+        import paddle
+
+        if not hasattr(paddle, "fluid"):
+            # Paddle 2.6 renamed paddle.fluid to paddle.base (the same API for what LAC 2.1.2 uses);
+            # LAC imports the old name.  Paddle 1.8.5 (the Python 3.8 venv) still has it.
+            import paddle.base
+
+            sys.modules.setdefault("paddle.fluid", paddle.base)
+            sys.modules.setdefault("paddle.fluid.core", paddle.base.core)
         import LAC.models
         from LAC import LAC as Lac
 

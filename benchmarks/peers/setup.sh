@@ -4,6 +4,7 @@
 # `.venv*/`), installs pinned versions, and checks that each peer imports and runs on one sentence.
 #
 #     bash benchmarks/peers/setup.sh            # PEERS_PYTHON=/path/to/python3.8 to pick the interpreter
+#                                               # (and LAC_PYTHON for the .venv-lac one, default python3)
 #     PKUSEG_POSTAG_ZIP=/path/to/postag.zip bash benchmarks/peers/setup.sh   # pkuseg's POS model, offline
 #
 # What was tried, and why it is this way (2026-11-23):
@@ -71,6 +72,14 @@ if [ ! -d "$PKUSEG_HOME/postag" ]; then
     fi
 fi
 
+# LAC as its users can install it today (issue 23): paddlepaddle 2.6.2 on this project's Python, with
+# paddle.fluid aliased to paddle.base by runner.py; much faster than on 1.8.5.  Also the recipe's teacher
+# (tasks/lexical_analysis/lac_labels.py).
+LAC_VENV="$HERE/.venv-lac"
+[ -x "$LAC_VENV/bin/python" ] || "${LAC_PYTHON:-python3}" -m venv "$LAC_VENV"
+"$LAC_VENV/bin/python" -m pip install --quiet paddlepaddle==2.6.2 "numpy<2" "protobuf<4" "setuptools<70" wheel
+"$LAC_VENV/bin/python" -m pip install --quiet --no-build-isolation "LAC==2.1.2"
+
 # Each peer imports and runs on one sentence.
 sentence="$(mktemp)"
 trap 'rm -f "$sentence"' EXIT
@@ -84,4 +93,10 @@ for engine in lac lac2 pkuseg; do
         status=1
     fi
 done
+if out="$("$LAC_VENV/bin/python" "$HERE/runner.py" --engine lac2 --texts "$sentence" --seconds 0 --rounds 1 2>/dev/null)"; then
+    echo "$out" | "$LAC_VENV/bin/python" -c 'import json, sys; r = json.load(sys.stdin); print("ok lac on", r["info"]["paddlepaddle"], r["words"][0], r["tags"][0])'
+else
+    echo "FAILED lac on paddlepaddle 2.6.2: $out" >&2
+    status=1
+fi
 exit $status
