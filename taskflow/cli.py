@@ -3,6 +3,7 @@
     taskflow sentiment_analysis "这家酒店很干净"
     taskflow text_similarity "怎么修改微信密码" "微信密码怎么改"     (a multi-field task takes its fields in turn)
     taskflow sentiment_analysis --input reviews.txt --output results.jsonl [--workers 2] [--resume]
+    cat reviews.txt | taskflow sentiment_analysis            (no texts and a pipe: one text a line from stdin)
     taskflow sentiment_analysis --input reviews.jsonl --output out/ --backend ray
     taskflow list
     taskflow download sentiment_analysis
@@ -19,6 +20,8 @@ import json
 import logging
 import os
 import sys
+import warnings
+from pathlib import Path
 
 from .errors import InvalidInputError, TaskflowError
 
@@ -70,6 +73,13 @@ class _StderrHandler(logging.StreamHandler):
         pass
 
 
+class CommandParser(argparse.ArgumentParser):
+    """argparse, with its errors as the one ``taskflow: error:`` line every other error is."""
+
+    def error(self, message: str):
+        self.exit(2, f"taskflow: error: {message} (see `{self.prog} --help`)\n")
+
+
 def _common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="model name (default: the task's default)")
     parser.add_argument("--mode", help="a named preset of the task, e.g. ner's fast or accurate (see `taskflow list`)")
@@ -78,13 +88,16 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_run(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="taskflow TASK", description="Run a task on texts or a file.")
-    parser.add_argument("task")
-    parser.add_argument("texts", nargs="*", help="texts to process (or use --input)")
-    parser.add_argument("--input", help="file to read: .txt (a record a line), .jsonl, .csv or .tsv")
+    parser = CommandParser(prog="taskflow TASK", description="Run a task on texts, a file, or lines piped in.",
+                           usage="%(prog)s [TEXT ...] [--input FILE] [--output FILE] [options]")
+    parser.add_argument("task", help=argparse.SUPPRESS)
+    parser.add_argument("texts", nargs="*", help="texts to process (or --input FILE, or a pipe: one text a line)")
+    parser.add_argument("--input", help="file to read: .txt (a record a line), .jsonl, .csv or .tsv; "
+                                        "'-' reads standard input as .txt")
     parser.add_argument("--output", help="where to write JSON lines (default: stdout; a directory with --backend ray)")
     parser.add_argument("--field", help="key/column(s) holding the input, comma-separated (default: the task's, e.g. text)")
-    parser.add_argument("--batch-size", type=int)
+    parser.add_argument("--batch-size", type=int, help="units per forward pass (default: the task's own, e.g. 32 "
+                                                       "texts); larger is faster on a GPU and takes more memory")
     parser.add_argument("--workers", type=int, default=1, help="processes, each with its own predictor")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted job into the same --output")
     parser.add_argument("--on-error", choices=("raise", "skip"), default="raise",
@@ -102,7 +115,7 @@ def _cmd_run(argv: list[str]) -> int:
     parser.add_argument("--address", help="Ray cluster address for --backend ray (default: start a local Ray)")
     parser.add_argument("--ray-batch-size", type=int, default=256,
                         help="rows Ray hands each actor per call with --backend ray (--batch-size is the model's)")
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", default="cpu", help="cpu (default), gpu or gpu:N (needs paddlepaddle-gpu)")
     parser.add_argument("--threads", type=int, help="Paddle CPU threads per process (default: cores / workers)")
     parser.add_argument("--task-path", help="directory of your own trained package")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -111,8 +124,13 @@ def _cmd_run(argv: list[str]) -> int:
     _common_options(parser)
     task_flags = _add_task_options(parser, argv)
     args = parser.parse_intermixed_args(argv)   # options may come before or after the texts
-    if bool(args.texts) == bool(args.input):
-        parser.error("give either texts or --input FILE")
+    if args.texts and args.input:
+        parser.error("give either texts or --input FILE, not both")
+    if not args.texts and not args.input:
+        if not _stdin_is_piped():
+            parser.error("give either texts or --input FILE (or pipe texts in, one a line: "
+                         f"`cat texts.txt | taskflow {args.task}`)")
+        args.input = "-"   # no texts and a pipe: read it, as `--input -` does
     if args.verbose:
         os.environ["TASKFLOW_VERBOSE"] = "1"   # read where Paddle is imported and exports, here and in workers
     _refuse_unused_job_options(args, parser)
@@ -121,21 +139,22 @@ def _cmd_run(argv: list[str]) -> int:
                    task_path=args.task_path, home=args.home, offline=args.offline)
     # A task option given on the command line goes to the task; one left out keeps the task's default.
     options.update({name: getattr(args, name) for name in task_flags if getattr(args, name) is not None})
+    stdin = args.input == "-"
 
     if args.backend == "ray":
-        if not (args.input and args.output):
-            parser.error("--backend ray needs --input and --output")
+        if not (args.input and args.output) or stdin:
+            parser.error("--backend ray needs --input FILE and --output")
         from .ray import run_file as run_on_ray
 
         run_on_ray(args.task, args.input, args.output, fields=fields, address=args.address,
                    concurrency=args.workers, ray_batch_size=args.ray_batch_size, **options)
         return 0
 
-    if args.input:
+    if args.input and not stdin:
         from .readers import check_path
 
         check_path(args.input)  # before a model is loaded
-    if args.input and args.output:
+    if args.input and args.output and not stdin:
         from .jobs import sigterm_stops_the_job
 
         # From before Paddle is imported: SIGTERM stops the job with a message, never in Paddle's handler.
@@ -149,19 +168,167 @@ def _cmd_run(argv: list[str]) -> int:
     if args.texts:
         _write_jsonl(flow(_group_texts(args.texts, flow.task.input_fields, parser)), args.output)
         return 0
-    # Stream to stdout: nothing to rename or resume, so a bad record stops it (see _refuse_unused_job_options).
-    from .jobs import iter_chunks, process_chunk
+    return _stream(flow, args, fields)
+
+
+def _stdin_is_piped() -> bool:
+    """Whether standard input is a pipe or a file to read (not a terminal, not closed)."""
+    stdin = sys.stdin
+    try:
+        return stdin is not None and stdin.readable() and not stdin.isatty()
+    except (ValueError, OSError):   # closed
+        return False
+
+
+def _stream(flow, args: argparse.Namespace, fields) -> int:
+    """A file or standard input, record by record, to stdout or to ``--output`` (written whole or not at
+    all).  Nothing to rename or resume, so a bad record stops it (see _refuse_unused_job_options).
+    Results go out as soon as no more input is waiting, so a pipe fed a line at a time gets its answer
+    to each line before the next arrives."""
+    from .jobs import process_chunk
     from .readers import InputFile, output_record
 
-    with InputFile(args.input, fields or flow.task.input_fields, encoding=args.encoding,
-                   carry=args.id_field.split(",") if args.id_field else None,
-                   max_record_bytes=args.max_record_bytes) as source:
-        for chunk in iter_chunks(source, 1024):
-            for record, result, error in process_chunk(flow.task, chunk, args.input):
-                if error is not None:
-                    raise InvalidInputError(error)
-                sys.stdout.write(json.dumps(output_record(record, result), ensure_ascii=False) + "\n")
+    stdin = args.input == "-"
+    source = "<stdin>" if stdin else args.input
+    pipe = _Pipe.of_stdin() if stdin else None
+    records = 0
+    try:
+        with InputFile(source, fields or flow.task.input_fields, encoding=args.encoding,
+                       carry=args.id_field.split(",") if args.id_field else None,
+                       max_record_bytes=args.max_record_bytes, stream=pipe) as reader, _output(args.output) as out:
+            for chunk in _arrivals(reader, 1024, pipe.ready if pipe else None):
+                lines = []
+                for record, result, error in process_chunk(flow.task, chunk, source):
+                    if error is not None:
+                        raise InvalidInputError(error)
+                    lines.append(json.dumps(output_record(record, result), ensure_ascii=False) + "\n")
+                records += len(lines)
+                out.write("".join(lines))
+                out.flush()
+    except KeyboardInterrupt:
+        print("taskflow: interrupted" + (f"; {args.output} was not written" if args.output else ""), file=sys.stderr)
+        return 130
+    except BrokenPipeError:   # `taskflow ... | head`: the reader has all it wants
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    if not records:
+        _say_no_records(source, args.output)
     return 0
+
+
+def _say_no_records(source: str, output: str | None) -> None:
+    wrote = f"; wrote an empty {output}" if output else ""
+    print(f"taskflow: 0 records in {source}{wrote}", file=sys.stderr)
+
+
+def _arrivals(records, size: int, ready=None):
+    """Lists of up to ``size`` records; with ``ready`` (whether the next record can be read without
+    waiting), a list also ends where the input pauses."""
+    chunk = []
+    for record in records:
+        chunk.append(record)
+        if len(chunk) == size or (ready is not None and not ready()):
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+class _Pipe:
+    """Standard input as :class:`~taskflow.readers.InputFile` reads a file (``readline``, ``peek``,
+    ``read``), reading from its descriptor as lines arrive, and saying whether a line is already there
+    (``ready``); a buffered file object cannot say that without waiting for one."""
+
+    def __init__(self, fd: int):
+        self._fd, self._buffer, self._eof = fd, bytearray(), False
+
+    @classmethod
+    def of_stdin(cls):
+        try:
+            return cls(sys.stdin.fileno())
+        except (AttributeError, OSError, ValueError):   # a stand-in for stdin (a test, an embedding program)
+            return _Buffered(sys.stdin.buffer)
+
+    def _fill(self) -> bool:
+        if self._eof:
+            return False
+        data = os.read(self._fd, 1 << 16)
+        self._eof = not data
+        self._buffer += data
+        return bool(data)
+
+    def _take(self, size: int) -> bytes:
+        data = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        return data
+
+    def readline(self, limit: int = -1) -> bytes:
+        while True:
+            end = self._buffer.find(b"\n") + 1
+            if end and (limit < 0 or end <= limit):
+                return self._take(end)
+            if 0 <= limit <= len(self._buffer):
+                return self._take(limit)
+            if not self._fill():
+                return self._take(len(self._buffer))
+
+    def peek(self, size: int) -> bytes:
+        if not self._buffer:   # at most one read, as io.BufferedReader.peek: never wait for more
+            self._fill()
+        return bytes(self._buffer[:size])
+
+    def read(self, size: int) -> bytes:
+        while len(self._buffer) < size and self._fill():
+            pass
+        return self._take(size)
+
+    def ready(self) -> bool:
+        if self._eof or b"\n" in self._buffer:
+            return True
+        import select
+
+        try:
+            return bool(select.select([self._fd], [], [], 0)[0])
+        except (OSError, ValueError):   # no select() on this kind of descriptor: read on
+            return True
+
+
+class _Buffered:
+    """A binary stream that is not a descriptor, read as :class:`_Pipe` is (always ``ready``)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.readline, self.read = stream.readline, stream.read
+
+    def peek(self, size: int) -> bytes:
+        return self._stream.peek(size)[:size] if hasattr(self._stream, "peek") else b""
+
+    def ready(self) -> bool:
+        return True
+
+
+@contextlib.contextmanager
+def _output(path: str | None):
+    """Stdout, or a new file that replaces ``path`` only once everything was written."""
+    if path is None:
+        yield sys.stdout
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise InvalidInputError(f"--output {path} is a directory; name a file, e.g. {target / 'out.jsonl'}")
+    import uuid
+
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    # A new file of our own (never through a symlink planted at the name), with the usual permissions.
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    try:
+        with open(descriptor, "w", encoding="utf-8") as out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def _run_job(flow, args: argparse.Namespace, fields) -> int:
@@ -181,6 +348,8 @@ def _run_job(flow, args: argparse.Namespace, fields) -> int:
         print("taskflow: interrupted; what was done is saved: rerun with --resume to continue", file=sys.stderr)
         return 130
     # Skipped records and worker failures were said by the job's log (see _say_warnings), even with --quiet.
+    if not (summary.read or summary.resumed_from or summary.messages):
+        _say_no_records(args.input, args.output)
     if summary.read and not summary.processed:
         return 2   # every record was bad: the job did nothing a caller could want (said above, once)
     # The output is complete, but a worker process died, hung or had to be killed: say so in the exit status.
@@ -189,11 +358,12 @@ def _run_job(flow, args: argparse.Namespace, fields) -> int:
 
 def _add_task_options(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
     """A flag for every option of the task named in ``argv`` (and of its modes' classes), made from
-    the task's own ``__init__`` signature and docstring: one source of truth, so a new task option
-    needs no CLI code.  Returns the option names."""
+    the task's own ``__init__`` signature and docstrings: one source of truth, so a new task option
+    needs no CLI code.  An option only another mode has says so.  Returns the option names."""
     import inspect
 
     from .errors import TaskflowError
+    from .pipeline import mode_classes
     from .registry import get_task_class
 
     task = next((a for a in argv if not a.startswith("-")), None)
@@ -203,12 +373,12 @@ def _add_task_options(parser: argparse.ArgumentParser, argv: list[str]) -> list[
         return []   # the run itself reports the unknown task
     if registered is None:
         return []
-    classes = [registered] + [registered.class_for(ref.rpartition("/")[0] or registered.name)
-                              for ref in registered.modes.values()]
+    parser.prog = f"taskflow {registered.name}"
+    modes = mode_classes(registered)
     group = parser.add_argument_group(f"{registered.name} options")
     added: list[str] = []
-    for cls in dict.fromkeys(classes):
-        helps = _option_help(inspect.getdoc(cls) or "")
+    for cls in dict.fromkeys([registered, *modes.values()]):
+        helps = _class_option_help(cls)
         annotations = {}
         for klass in cls.__mro__:
             if "__init__" in vars(klass):
@@ -219,8 +389,10 @@ def _add_task_options(parser: argparse.ArgumentParser, argv: list[str]) -> list[
                 continue
             added.append(name)
             flag, kind = f"--{name.replace('_', '-')}", annotations.get(name, "")
-            text = (helps.get(name, "see `taskflow TASK` in the task's README").replace("``", "")
-                    + (f" (default: {default!r})" if default is not None else ""))
+            only = [mode for mode, klass in modes.items() if name in klass.option_names()]
+            text = (_plain(helps.get(name, f"see the {registered.name} task's README"))
+                    + (f" (default: {default!r})" if default is not None else "")
+                    + (f" [--mode {only[0]} only]" if name not in registered.option_names() and only else ""))
             if isinstance(default, bool) or "bool" in kind:
                 group.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=text)
             elif isinstance(default, int) or kind.startswith("int"):
@@ -233,6 +405,27 @@ def _add_task_options(parser: argparse.ArgumentParser, argv: list[str]) -> list[
             else:   # a path or a name: user_dict, term_tree, user_dict_format...
                 group.add_argument(flag, dest=name, default=None, help=text)
     return added
+
+
+def _plain(doc: str) -> str:
+    """reStructuredText roles and literals as plain text: ``x`` and :class:`X` as x and X."""
+    import re
+
+    return re.sub(r":\w+:`~?\.?([^`]*)`", r"\1", doc).replace("``", "")
+
+
+def _class_option_help(cls) -> dict[str, str]:
+    """``{option: its text}`` from the ``Options:`` sections of a task class's docstring, of the
+    classes it builds on (lexical_analysis documents ner's user_dict), and of their modules."""
+    import inspect
+
+    helps: dict[str, str] = {}
+    for klass in cls.__mro__:
+        module = sys.modules.get(klass.__module__)
+        for doc in (klass.__dict__.get("__doc__"), getattr(module, "__doc__", None)):
+            for name, text in _option_help(inspect.cleandoc(doc or "")).items():
+                helps.setdefault(name, text)
+    return helps
 
 
 def _option_help(doc: str) -> dict[str, str]:
@@ -259,9 +452,9 @@ def _refuse_unused_job_options(args: argparse.Namespace, parser: argparse.Argume
     job_only = [flag for flag, used in (("--workers", args.workers != 1), ("--resume", args.resume),
                                         ("--on-error", args.on_error != "raise"), ("--errors", args.errors is not None),
                                         ("--worker-timeout", args.worker_timeout != 600.0)) if used]
-    if job_only and not (args.input and args.output):
+    if job_only and not (args.input and args.input != "-" and args.output):
         parser.error(f"{', '.join(job_only)} need --input FILE and --output FILE (a job with a checkpoint and an "
-                     "errors file); streaming to stdout stops at the first bad record")
+                     "errors file); streaming to stdout, or from stdin, stops at the first bad record")
     input_only = [flag for flag, used in (("--encoding", args.encoding != "utf-8"), ("--id-field", args.id_field),
                                           ("--max-record-bytes", args.max_record_bytes != 1 << 20)) if used]
     if input_only and not args.input:
@@ -289,7 +482,7 @@ def _write_jsonl(results, output: str | None) -> None:
 
 
 def _cmd_list(argv: list[str]) -> int:
-    argparse.ArgumentParser(prog="taskflow list", description="List tasks and models.").parse_args(argv)
+    CommandParser(prog="taskflow list", description="List tasks and models.").parse_args(argv)
     from .pipeline import Taskflow
 
     for row in Taskflow.tasks():
@@ -304,7 +497,7 @@ def _cmd_list(argv: list[str]) -> int:
 
 
 def _cmd_download(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="taskflow download",
         description="Put a model package, the packages it builds on, and its static-graph export into the cache "
                     "($PPNLP_HOME/taskflow): copy that folder to a machine without network and run there offline.")
@@ -331,7 +524,7 @@ def _cmd_download(argv: list[str]) -> int:
 
 
 def _cmd_pack(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="taskflow pack",
         description="Copy a model package into DEST/<task>/<model>/<version>/, the layout PPNLP_ENDPOINT serves.",
     )
@@ -345,10 +538,14 @@ def _cmd_pack(argv: list[str]) -> int:
 
 
 def _cmd_train(argv: list[str]) -> int:
-    if not argv or argv[0].startswith("-"):
-        print("usage: taskflow train TASK [recipe options]   (see `taskflow train TASK --help`)\n"
-              "       taskflow train TASK --train FILE [--dev FILE] --out DIR   your own labelled data, for "
-              "sentiment_analysis, text_classification, text_similarity and ner", file=sys.stderr)
+    verbose = "--verbose" in argv
+    argv = [arg for arg in argv if arg != "--verbose"]
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_train_usage(), file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    if argv[0].startswith("-"):
+        print(_train_usage(), file=sys.stderr)
+        print(f"taskflow: error: name the task first: taskflow train TASK {argv[0]} ...", file=sys.stderr)
         return 2
     from .registry import canonical_name
 
@@ -356,9 +553,41 @@ def _cmd_train(argv: list[str]) -> int:
     try:
         recipe = importlib.import_module(f"taskflow.tasks.{name}.train")
     except ModuleNotFoundError:
-        print(f"taskflow: task {name!r} has no training recipe", file=sys.stderr)
+        print(f"taskflow: error: task {name!r} has no training recipe; tasks with one: "
+              f"{', '.join(_trainable_tasks())}", file=sys.stderr)
         return 2
-    return recipe.main(argv[1:]) or 0
+    if verbose:
+        os.environ["TASKFLOW_VERBOSE"] = "1"
+    with _quiet_paddle():
+        return recipe.main(argv[1:]) or 0
+
+
+def _train_usage() -> str:
+    return ("usage: taskflow train TASK [recipe options]   (see `taskflow train TASK --help`)\n"
+            "       taskflow train TASK --train FILE [--dev FILE] --out DIR   your own labelled data, for "
+            "sentiment_analysis, text_classification, text_similarity and ner\n\n"
+            f"tasks with a recipe: {', '.join(_trainable_tasks())}\n"
+            "--verbose also shows Paddle's own warnings (as TASKFLOW_VERBOSE=1 does)")
+
+
+def _trainable_tasks() -> list[str]:
+    import taskflow.tasks as tasks
+
+    root = Path(tasks.__path__[0])
+    return sorted(folder.name for folder in root.iterdir() if (folder / "train.py").is_file())
+
+
+@contextlib.contextmanager
+def _quiet_paddle():
+    """Training as quiet as inference (see taskflow.predictor.import_paddle): Paddle's own warnings,
+    such as "No ccache found" on every import, are not shown unless --verbose / TASKFLOW_VERBOSE=1."""
+    from .predictor import verbose
+
+    with warnings.catch_warnings():
+        if not verbose():
+            warnings.filterwarnings("ignore", module=r"paddle(\.|$)")
+            warnings.filterwarnings("ignore", message=".*ccache.*")
+        yield
 
 
 if __name__ == "__main__":

@@ -12,8 +12,10 @@ newline that ends the file does not start another record.  A line that cannot be
 a record becomes an error record with its line number (the job's ``on_error``
 decides whether that stops it), never a skipped one: bytes that are not valid in
 the file's encoding, a NUL byte, more than ``max_record_bytes``, a blank line, bad
-JSON, a missing key, a CSV quote left open (a field that would span lines), the
-wrong number of fields.  A UTF-8 byte-order mark at the start is dropped.
+JSON, a JSON value Python cannot hold (an integer of more than 4,300 digits), a
+lone surrogate escape (``"\\udc80"``: no character, so it cannot be written out), a
+missing key, a CSV quote left open (a field that would span lines), the wrong
+number of fields.  A UTF-8 byte-order mark at the start is dropped.
 
 An input that cannot be read at all (missing file, unknown extension, unusable
 encoding, a CSV header without the needed columns) raises at construction.
@@ -25,6 +27,7 @@ import codecs
 import csv
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -37,6 +40,8 @@ FORMATS = {".txt": "txt", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", 
 DEFAULT_MAX_RECORD_BYTES = 1 << 20  # 1 MiB: far beyond any text a model reads, short of a runaway line
 _SHOWN = 200  # characters of an unreadable line kept in the errors file
 _BOMS = {b"\xff\xfe": "UTF-16 (little-endian)", b"\xfe\xff": "UTF-16 (big-endian)"}
+# Where a JSON line may spell a surrogate (\ud800-\udfff); only then are its strings searched for a lone one.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 @dataclass
@@ -45,7 +50,8 @@ class Record:
 
     ``carried`` holds the record's other keys or columns (copied into its output
     record); ``raw`` the line as read, shortened, when the record is an error;
-    ``terminated`` is False for a last line without a newline.
+    ``terminated`` is False for a last line without a newline; ``end`` is the byte
+    offset just past the line (where a job that has done this record resumes).
     """
 
     line: int
@@ -54,6 +60,25 @@ class Record:
     carried: dict | None = None
     raw: str | None = None
     terminated: bool = True
+    end: int = 0
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """A lone surrogate among a parsed JSON value's strings (keys included), if any."""
+    stack = [value]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return value[exc.start]
+        elif isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return None
 
 
 class _BadRecord(Exception):
@@ -133,10 +158,13 @@ class InputFile:
         encoding: str = "utf-8",
         carry: Sequence[str] | None = None,
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+        stream=None,
     ):
-        self.path = check_path(path)
+        # ``stream``: an open binary stream with ``readline`` and ``peek`` (standard input) read as a
+        # .txt file; ``path`` only names it in messages.  It is not closed here.
+        self.path = None if stream is not None else check_path(path)
         self.source = str(path)
-        self.format = file_format(self.path)
+        self.format = "txt" if stream is not None else file_format(self.path)
         self.encoding = check_encoding(encoding)
         if not isinstance(max_record_bytes, int) or isinstance(max_record_bytes, bool) or max_record_bytes < 1:
             raise InvalidInputError(f"max_record_bytes must be a positive int, got {max_record_bytes!r}")
@@ -152,16 +180,16 @@ class InputFile:
         self.offset = 0   # bytes consumed
         self.records = 0  # records yielded (not counting skipped ones)
         self.header: list[str] | None = None
-        self._handle = open(self.path, "rb")
+        self._handle = stream if stream is not None else open(self.path, "rb")
         try:
             self._start()
         except BaseException:
-            self._handle.close()
+            self.close()
             raise
 
     # ------------------------------------------------------------- lines
     def _start(self) -> None:
-        head = self._handle.read(3)
+        head = self._handle.read(3) if self.path is not None else self._handle.peek(3)[:3]
         for bom, name in _BOMS.items():
             if head.startswith(bom):
                 raise InvalidInputError(
@@ -170,7 +198,10 @@ class InputFile:
                 )
         if head == codecs.BOM_UTF8 and self.encoding == "utf-8":
             self.offset = 3  # a BOM is not part of the first text (nor of the first CSV column's name)
-        self._handle.seek(self.offset)
+        if self.path is None:
+            self._handle.read(self.offset)
+        else:
+            self._handle.seek(self.offset)
         if self.format in ("csv", "tsv"):
             self._read_header()
 
@@ -263,7 +294,9 @@ class InputFile:
             if line is None:
                 return
             self.records += 1
-            yield self._record(*line)
+            record = self._record(*line)
+            record.end = self.offset
+            yield record
 
     def skip(self, count: int) -> int:
         """Pass over ``count`` records without reading them (a resumed job's done ones); returns how many there were."""
@@ -296,6 +329,13 @@ class InputFile:
             raise _BadRecord(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
         except RecursionError:
             raise _BadRecord(f"{where}: JSON nested too deeply") from None
+        except ValueError as exc:  # valid JSON that Python will not hold, e.g. an integer of 5,000 digits
+            raise _BadRecord(f"{where}: a JSON value that cannot be read ({exc})") from None
+        if _SURROGATE_ESCAPE.search(text):
+            lone = _lone_surrogate(value)
+            if lone is not None:
+                raise _BadRecord(f"{where}: the JSON escape \\u{ord(lone):04x} is half of a UTF-16 surrogate pair, "
+                                 "not a character (text cut inside an emoji?); it cannot be written out as UTF-8")
         if not isinstance(value, dict):
             if self.carry:
                 raise _BadRecord(f"{where}: a JSON {type(value).__name__}, not an object with key(s) "
@@ -338,7 +378,8 @@ class InputFile:
 
     # ------------------------------------------------------------ housekeeping
     def close(self) -> None:
-        self._handle.close()
+        if self.path is not None:
+            self._handle.close()
 
     def __enter__(self) -> "InputFile":
         return self

@@ -75,7 +75,7 @@ class ReadingComprehensionTask(MultiTextTask):
             with a smaller max_seq_len, the same share of it).
         handle_impossible_answer: allow "no answer": give ``''`` (start = end = 0)
             when the model's score for "the answer is not in the context" beats every
-            span's score (default False: always the best span).
+            span's score (else the best span is always given).
 
     >>> from taskflow import Taskflow
     >>> Taskflow("question_answering_extractive", top_k=2)(("北京是中国的首都。", "中国的首都是哪里？"))  # doctest: +SKIP
