@@ -1,20 +1,22 @@
 """Pieces the training recipes (``tasks/<task>/train.py``) share; the product never imports this.
 
+A recipe is data + network + metric (+ selection); the rest is here:
+
+* :func:`fit`: the one training loop: progress, a time budget, evaluation on dev, the best
+  evaluation's weights kept and put back, patience; :class:`Schedule` sets its learning rate
+  (warm-up, linear decay), its length (epochs, or what fits in ``--minutes``) and its evaluation
+  points; :class:`Fit` is how the run went, as a manifest records it.
+* :func:`length_batches`: one epoch's batches of items of similar lengths, in a seeded random order.
 * :func:`recipe_parser`: a recipe's command line, with the options every recipe has.
 * :class:`PackageDraft`: the package a recipe writes: files made in a scratch folder, then a
   manifest pinning each by sha256 and size; :func:`update_manifest` adds figures measured later.
 * :func:`framework_versions`: the library versions a manifest records.
-* :func:`snapshot` / :func:`restore`: keep the best weights seen during a run.
+* :func:`snapshot` / :func:`restore`: copies of a network's weights, and putting them back.
 * :func:`jieba_cut`: jieba's word cutter, or a message saying how to install it.
 * :func:`log`: a time-stamped line on stderr.
 * :func:`portable_path`: how a manifest names a data file (no local folders).
 * :func:`seed_all`: seed Python's, numpy's and Paddle's generators at once.
 * :func:`fast_cpu_math`: call before Paddle loads, so MKL uses its fast kernels on AMD CPUs too.
-* :class:`BudgetSchedule`: warm-up then linear learning-rate decay over a run
-  whose length is fitted to a wall-clock budget.  Recipes run on shared
-  2-core machines, so the steps a budget allows are measured, not guessed,
-  and refitted as the speed changes; the decay then ends when the budget does.
-  :meth:`BudgetSchedule.fit` is the training loop of the recipes that use it.
 
 Training on a user's own files (``taskflow train TASK --train FILE [--dev FILE]``):
 
@@ -32,6 +34,8 @@ Training on a user's own files (``taskflow train TASK --train FILE [--dev FILE]`
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
 import random
 import sys
@@ -39,12 +43,12 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-__all__ = ["recipe_parser", "PackageDraft", "update_manifest", "framework_versions", "snapshot", "restore",
-           "jieba_cut", "log", "portable_path", "seed_all", "fast_cpu_math", "BudgetSchedule",
-           "add_own_data_options", "own_data_defaults", "read_labelled", "LabelledExample", "split_off_dev",
-           "check_label_sets", "sorted_labels", "classification_report", "print_report", "progress"]
+__all__ = ["fit", "Fit", "Schedule", "length_batches", "recipe_parser", "PackageDraft", "update_manifest",
+           "framework_versions", "snapshot", "restore", "jieba_cut", "log", "portable_path", "seed_all",
+           "fast_cpu_math", "add_own_data_options", "own_data_defaults", "read_labelled", "LabelledExample",
+           "split_off_dev", "check_label_sets", "sorted_labels", "classification_report", "print_report", "progress"]
 
 
 def recipe_parser(task: str, doc: str | None, *, data: str | None, name: str | None, seed: int = 1,
@@ -56,8 +60,10 @@ def recipe_parser(task: str, doc: str | None, *, data: str | None, name: str | N
     (``None``: the ``--out`` folder's name), ``--version`` and ``--seed``; the recipe adds its
     own.  ``doc`` (the recipe's docstring) is the help text as written.
     """
-    parser = argparse.ArgumentParser(prog=f"taskflow train {task}", description=doc,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    from .cli import CommandParser   # its errors are one `taskflow: error:` line, as the rest of the CLI's
+
+    parser = CommandParser(prog=f"taskflow train {task}", description=doc,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     if data is not None:
         parser.add_argument("--data-dir", required=data_required, help=data)
     parser.add_argument("--out", required=out is None, default=out, help="where to write the model package")
@@ -173,7 +179,11 @@ def jieba_cut() -> Callable[[str], list[str]]:
 
 
 def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+    print(_stamped(message), file=sys.stderr, flush=True)
+
+
+def _stamped(message: str) -> str:
+    return f"[{time.strftime('%H:%M:%S')}] {message}"
 
 
 def portable_path(path: str | Path, root: str | Path | None = None) -> str:
@@ -208,38 +218,71 @@ def fast_cpu_math() -> None:
         os.environ.setdefault("MKL_DEBUG_CPU_TYPE", "5")
 
 
-class BudgetSchedule:
-    """Learning rate, evaluation points and the end of a run of at most ``planned`` steps.
+# ------------------------------------------------------------------ the trainer
 
-    With ``minutes``, the run is refitted at step ``first_check`` and every
-    ``check_every`` steps after it: the steps that fit in what is left of the
-    budget at the measured speed, time for the remaining evaluations set aside
-    (``eval_guess`` seconds each until one has been timed).  ``evals``
-    evaluations are spread evenly over the run, and one more comes at its end.
+def length_batches(lengths: Sequence[int], batch_size: int, rng: random.Random,
+                   index: Iterable[int] | None = None) -> list[list[int]]:
+    """One epoch of batches of item indices, each of items of similar ``lengths[i]``.
 
-    >>> schedule = BudgetSchedule(lr=1e-3, warmup=10, planned=100, evals=4)
-    >>> schedule.lr_at(0), schedule.lr_at(9), schedule.eval_every
-    (0.0001, 0.001, 25)
+    The items (``index``, default all of them; an index listed twice is drawn twice) are
+    shuffled, sorted by length within pools of 50 batches, cut into batches, and the batches
+    shuffled: little padding (most of a CPU step's waste) in a batch, a random order over the
+    epoch, and the same epoch again from the same ``rng`` state.
+
+    >>> length_batches([3, 1, 2, 9, 8], 2, random.Random(0))
+    [[1, 2], [0, 4], [3]]
+    """
+    order = list(range(len(lengths)) if index is None else index)
+    rng.shuffle(order)
+    pool, batches = batch_size * 50, []
+    for start in range(0, len(order), pool):
+        chunk = sorted(order[start:start + pool], key=lambda i: lengths[i])
+        batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+    rng.shuffle(batches)
+    return batches
+
+
+class Schedule:
+    """The learning rate, the evaluation points and the end of a run of :func:`fit`.
+
+    The run is ``epochs`` (a fraction is allowed) of ``steps_per_epoch`` steps.  The rate warms up
+    linearly over ``warmup`` steps, then decays linearly to ``floor`` times ``lr`` at the run's end
+    (``floor=1``: constant).  The network is evaluated after each epoch, or, with ``evals``, that
+    many times evenly over the run; always once more at its end.
+
+    ``minutes`` makes the run a wall-clock budget.  Recipes run on shared 2-core machines, so the
+    steps a budget allows are measured, not guessed: at step ``first_check`` and every
+    ``check_every`` steps after it the run is refitted to the steps that fit in what is left at the
+    measured speed, time for the remaining evaluations set aside (``eval_guess`` seconds each until
+    one has been timed), so that the decay ends when the budget does.  A run that overruns anyway
+    stops when the budget is spent.
+
+    >>> schedule = Schedule(lr=1e-3, steps_per_epoch=25, epochs=4, warmup=10, floor=0.05, evals=4)
+    >>> schedule.lr_at(0), schedule.lr_at(9), schedule.total, schedule.eval_every
+    (0.0001, 0.001, 100, 25)
     """
 
-    def __init__(self, *, lr: float, warmup: int, planned: int, evals: int, minutes: float | None = None,
-                 steps_per_epoch: int | None = None, first_check: int = 30, check_every: int = 100,
-                 eval_guess: float = 30.0, floor: float = 0.02):
-        self.base_lr, self.warmup, self.planned = lr, warmup, max(1, planned)
-        self.evals, self.minutes, self.steps_per_epoch = max(1, evals), minutes, steps_per_epoch
-        self.first_check, self.check_every, self.eval_guess, self.floor = first_check, check_every, eval_guess, floor
-        self.total = self.planned
-        self.eval_every = max(1, self.total // self.evals)
+    def __init__(self, *, lr: float, steps_per_epoch: int, epochs: float, warmup: int = 0, floor: float = 1.0,
+                 evals: int | None = None, minutes: float | None = None, first_check: int = 30,
+                 check_every: int = 100, eval_guess: float = 30.0):
+        self.lr, self.warmup, self.floor = lr, warmup, floor
+        self.steps_per_epoch, self.epochs, self.minutes = max(1, steps_per_epoch), epochs, minutes
+        self.planned = self.total = max(1, int(epochs * self.steps_per_epoch))
+        self.per_epoch = evals is None
+        self.evals = max(1, math.ceil(self.planned / self.steps_per_epoch) if evals is None else evals)
+        self.eval_every = self.steps_per_epoch if self.per_epoch else max(1, self.total // self.evals)
+        self.first_check = min(first_check, self.steps_per_epoch)     # small data: refit after an epoch
+        self.check_every, self.eval_guess = check_every, eval_guess
         self.start = time.time()
         self.eval_seconds, self.evals_done = 0.0, 0
 
     def lr_at(self, step: int) -> float:
         if step < self.warmup:
-            return self.base_lr * (step + 1) / self.warmup
-        return self.base_lr * max(self.floor, 1 - (step - self.warmup) / max(1, self.total - self.warmup))
+            return self.lr * (step + 1) / self.warmup
+        return self.lr * max(self.floor, 1 - (1 - self.floor) * (step - self.warmup) / max(1, self.total - self.warmup))
 
     def after_step(self, step: int) -> str | None:
-        """Refit the run's length when it is time to; a line worth logging when it changed."""
+        """Refit the run's length to the budget when it is time to; a line worth logging when it changed."""
         due = step == self.first_check or (step > self.first_check and step % self.check_every == 0)
         if not self.minutes or not due:
             return None
@@ -247,24 +290,31 @@ class BudgetSchedule:
         per_step = (elapsed - self.eval_seconds) / step
         per_eval = self.eval_seconds / self.evals_done if self.evals_done else self.eval_guess
         left_for_evals = per_eval * max(1, self.evals - self.evals_done)
-        fit = step + int((self.minutes * 60 - elapsed - left_for_evals) / per_step)
+        fit = step + int((self.minutes * 60 - elapsed - left_for_evals) / max(per_step, 1e-9))
         previous, self.total = self.total, max(step + 1, min(self.planned, fit))
-        if step == self.first_check:
+        if step == self.first_check and not self.per_epoch:
             self.eval_every = max(1, self.total // self.evals)
         if step == self.first_check or abs(self.total - previous) > 20:
-            epochs = f" ({self.total / self.steps_per_epoch:.2f} epochs)" if self.steps_per_epoch else ""
-            return f"{per_step:.3f}s/step: {self.total} steps{epochs} fit in {self.minutes:g} min"
+            return (f"{per_step:.3f}s/step: {self.total} steps ({self.total / self.steps_per_epoch:.2f} epochs) "
+                    f"fit in {self.minutes:g} min")
         return None
 
-    def evaluate_now(self, step: int) -> bool:
-        return step % self.eval_every == 0 or self.finished(step)
+    def evaluate_now(self, step: int, end_of_epoch: bool) -> bool:
+        return end_of_epoch if self.per_epoch else step % self.eval_every == 0
 
-    def finished(self, step: int) -> bool:
-        return step >= self.total
+    def stop_reason(self, step: int) -> str | None:
+        """Why the run ends after ``step`` steps, or ``None`` while it goes on."""
+        if self.minutes and time.time() - self.start > self.minutes * 60:
+            return f"--minutes {self.minutes:g} spent"
+        if step >= self.total:
+            if self.total < self.planned:
+                return f"the {self.total} steps that fit in --minutes {self.minutes:g} done"
+            return f"{self.epochs:g} epochs done"
+        return None
 
     @contextmanager
     def evaluating(self) -> Iterator[None]:
-        """Time an evaluation, so the budget sets it aside from the training speed."""
+        """Time an evaluation, so that the budget sets it aside from the training speed."""
         start = time.time()
         try:
             yield
@@ -272,53 +322,151 @@ class BudgetSchedule:
             self.eval_seconds += time.time() - start
             self.evals_done += 1
 
-    def fit(self, optimizer, epoch: Callable[[], Iterable], loss_of: Callable[[Any], Any],
-            evaluate: Callable[[int], None], *, log_every: int = 100, bar=None) -> int:
-        """Train until the run ends: ``epoch()`` gives one pass's batches (drawn afresh each
-        pass), ``loss_of(batch)`` a batch's loss; ``evaluate(step)`` runs where the schedule
-        puts evaluations, timed.  Returns the steps taken (also :attr:`steps`).
+    def describe(self) -> dict:
+        return {"lr": self.lr, "warmup": self.warmup,
+                "schedule": "constant" if self.floor >= 1 else f"linear decay to {self.floor:g} x lr"}
 
-        With ``bar`` (see :func:`progress`) the run shows a progress bar instead of log lines,
-        its length refitted with the run's."""
-        step = 0
-        while not self.finished(step):      # the training set is never empty, so each pass takes steps
-            for batch in epoch():
-                optimizer.set_lr(self.lr_at(step))
+
+class Fit:
+    """How a :func:`fit` run went.
+
+    ``history`` holds one dict per evaluation: its ``epoch`` and ``step``, the figures ``evaluate()``
+    gave, the mean ``train_loss`` since the evaluation before and the ``minutes`` since the start;
+    the last one says why the run ``stopped``.  ``best`` is the entry whose weights the network
+    holds after the run.
+    """
+
+    def __init__(self, select: str, schedule: Schedule, optimizer: str, grad_clip: float | None):
+        self.select, self.schedule, self.optimizer, self.grad_clip = select, schedule, optimizer, grad_clip
+        self.history: list[dict] = []
+        self.best: dict | None = None
+        self.steps, self.minutes = 0, 0.0
+
+    def summary(self) -> dict:
+        """The run as a manifest's ``training`` section records it."""
+        return {"optimizer": {"name": self.optimizer, **self.schedule.describe(), "grad_clip": self.grad_clip},
+                "selection": f"the evaluation with the best {self.select}", "steps": self.steps,
+                "epochs": round(self.steps / self.schedule.steps_per_epoch, 2), "best_epoch": self.best["epoch"],
+                "best_step": self.best["step"], "train_minutes": round(self.minutes, 1), "history": self.history}
+
+
+def fit(network, batches: Callable[[], Iterable], loss_of: Callable[[Any], Any], evaluate: Callable[[], Mapping],
+        *, schedule: Schedule, select: str, optimizer: str = "Adam", grad_clip: float | None = 5.0, parameters=None,
+        keep: Callable[[str], bool] = lambda name: True, patience: int | None = None, quiet: bool = False,
+        log_every: int = 100, description: str = "training") -> Fit:
+    """Train ``network``, then put back its weights of the evaluation that scored best: the
+    training loop of every recipe.
+
+    ``batches()`` gives one epoch's batches (drawn afresh each epoch, see :func:`length_batches`),
+    ``loss_of(batch)`` the loss of one.  ``optimizer`` names a ``paddle.optimizer`` class, run over
+    ``parameters`` (default: all the network's) with global-norm clipping at ``grad_clip`` (``None``:
+    none) and the ``schedule``'s rate.  Where the schedule says, the network is evaluated (in eval mode):
+    ``evaluate()`` gives a dict of figures, kept in the history, whose ``select`` one (higher is
+    better) picks the weights kept (those whose name ``keep`` accepts, see :func:`snapshot`).  The
+    run ends as the schedule says, or after ``patience`` evaluations without a better figure.
+
+    Progress: a bar with an ETA where stderr is a terminal, time-stamped lines (one every
+    ``log_every`` steps, one per evaluation) where it is not, nothing with ``quiet``.
+    """
+    import paddle
+
+    run = Fit(select, schedule, optimizer, grad_clip)
+    trainer = getattr(paddle.optimizer, optimizer)(
+        learning_rate=schedule.lr, grad_clip=None if grad_clip is None else paddle.nn.ClipGradByGlobalNorm(grad_clip),
+        parameters=network.parameters() if parameters is None else parameters)
+    best_figure, best_state, losses = None, None, []
+    step = epoch = evaluated_at = since_best = 0
+    stopped = None
+    unit = "epochs" if schedule.per_epoch else "evaluations"
+    schedule.start = time.time()
+    with progress(schedule.total, description, quiet=quiet) as bar:
+        say = _reporter(bar, quiet)
+
+        def checkpoint() -> str | None:
+            """Evaluate, keep the weights if they are the best so far; why to stop, if patience ran out."""
+            nonlocal best_figure, best_state, evaluated_at, since_best
+            network.eval()
+            with schedule.evaluating():
+                figures = dict(evaluate())
+            network.train()
+            evaluated_at = step
+            entry = {"epoch": epoch if schedule.per_epoch else round(step / schedule.steps_per_epoch, 2),
+                     "step": step, **{k: round(v, 4) if isinstance(v, float) else v for k, v in figures.items()},
+                     "train_loss": round(sum(losses) / max(1, len(losses)), 4),
+                     "minutes": round((time.time() - schedule.start) / 60, 2)}
+            losses.clear()
+            run.history.append(entry)
+            improved = run.best is None or figures[select] > best_figure
+            if improved:
+                run.best, best_figure, best_state = entry, figures[select], snapshot(network, keep)
+            since_best = 0 if improved else since_best + 1
+            say(f"epoch {entry['epoch']} (step {step}): " + ", ".join(f"{k} {_figure(v)}" for k, v in figures.items())
+                + (" *" if improved else ""))
+            bar.set_postfix({select: _figure(figures[select]), "best_epoch": run.best["epoch"]}, refresh=False)
+            if patience is not None and since_best >= patience:
+                return f"no better {select} for {patience} {unit}"
+            return None
+
+        while stopped is None:
+            epoch += 1
+            network.train()
+            drawn = 0
+            for batch in batches():
+                drawn += 1
+                trainer.set_lr(schedule.lr_at(step))
                 loss = loss_of(batch)
                 loss.backward()
-                optimizer.step()
-                optimizer.clear_grad()
+                trainer.step()
+                trainer.clear_grad()
                 step += 1
-                refit = self.after_step(step)
-                if bar is not None:
-                    if bar.total != self.total:
-                        bar.total = self.total
-                        bar.refresh()
-                    bar.update(1)
-                    bar.set_postfix(loss=f"{float(loss):.3f}", refresh=False)
-                else:
-                    if refit:
-                        log(refit)
-                    if step % log_every == 0:
-                        log(f"step {step}/{self.total} loss {float(loss):.4f} lr {self.lr_at(step):.2e}")
-                if self.evaluate_now(step):
-                    with self.evaluating():
-                        evaluate(step)
-                if self.finished(step):
+                losses.append(float(loss))
+                refit = schedule.after_step(step)
+                if bar.total != schedule.total:
+                    bar.total = schedule.total
+                    bar.refresh()
+                bar.update(1)
+                bar.set_postfix(epoch=epoch, loss=f"{losses[-1]:.3f}", refresh=False)
+                if bar.disable and refit:
+                    say(refit)
+                if bar.disable and step % log_every == 0:
+                    say(f"step {step}/{schedule.total} (epoch {epoch}) loss {sum(losses) / len(losses):.4f} "
+                        f"lr {schedule.lr_at(step):.2e}")
+                end = schedule.stop_reason(step)
+                if end or schedule.evaluate_now(step, end_of_epoch=False):
+                    lost_patience = checkpoint()
+                    stopped = end or lost_patience
+                if stopped:
                     break
-        self.steps, self.train_minutes = step, (time.time() - self.start) / 60
-        if bar is None:
-            log(f"trained {step} steps in {self.train_minutes:.1f} min")
-        return step
+            if not drawn:
+                from .errors import TrainingDataError
 
-    def summary(self, best_step: int, history: list, *, optimizer: str, batch_size: int, grad_clip: float,
-                seed: int) -> dict:
-        """How the run went (after :meth:`fit`), as a manifest's ``training`` section records it."""
-        return {"optimizer": {"name": optimizer, "lr": self.base_lr, "warmup": self.warmup, "schedule": "linear decay",
-                              "batch_size": batch_size, "grad_clip": grad_clip, "seed": seed},
-                "steps": self.steps, "best_step": best_step, "epochs": round(self.steps / self.steps_per_epoch, 2),
-                "train_minutes": round(self.train_minutes, 1), "history": history}
+                raise TrainingDataError("an epoch of training drew no batches: the training set is empty")
+            if stopped is None and evaluated_at != step and schedule.evaluate_now(step, end_of_epoch=True):
+                stopped = checkpoint()
+        run.history[-1]["stopped"] = stopped
+        run.steps, run.minutes = step, (time.time() - schedule.start) / 60
+        restore(network, best_state)
+        network.eval()
+        say(f"trained {step} steps in {run.minutes:.1f} min ({stopped}); kept epoch {run.best['epoch']}, "
+            f"{select} {_figure(best_figure)}")
+    return run
 
+
+def _figure(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    if isinstance(value, Mapping):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def _reporter(bar, quiet: bool) -> Callable[[str], None]:
+    """Where a run's lines go: above the bar on a terminal, to the log otherwise, nowhere when quiet."""
+    if quiet:
+        return lambda line: None
+    if bar.disable:
+        return log
+    return lambda line: bar.write(_stamped(line), file=sys.stderr)
 
 
 # ------------------------------------------------------------ the user's own files
@@ -515,48 +663,3 @@ def progress(total: int | None, description: str, *, quiet: bool):
 
     return progress_bar(total=total, desc=description, unit="step", disable=True if quiet else None,
                         dynamic_ncols=True, leave=False)
-
-
-def fit_own_data(network, optimizer, *, epochs: int, steps_per_epoch: int, epoch_batches: Callable[[], Iterable],
-                 loss_of: Callable[[Any], Any], evaluate: Callable[[], float], metric: tuple[str, str],
-                 minutes: float | None, patience: int, quiet: bool) -> tuple[list[dict], int]:
-    """The epoch loop of ``taskflow train <task> --train ...``: a progress bar with an ETA, ``evaluate()``
-    (higher is better) on dev after each epoch, stopping at ``epochs``, after ``minutes`` or after
-    ``patience`` epochs without a better dev figure; the best epoch's weights are put back.
-
-    ``epoch_batches()`` gives one epoch's batches and ``loss_of(batch)`` the loss of one.  Returns
-    the history (one dict per epoch; ``metric`` is the dev figure's key there and its words in
-    messages, e.g. ``("dev_f1", "dev F1")``) and the best epoch."""
-    key, words = metric
-    started, budget = time.time(), minutes * 60 if minutes else None
-    history, best = [], (-1.0, 0, None)
-    out_of_time = False
-    with progress(steps_per_epoch * epochs, "training", quiet=quiet) as bar:
-        for epoch in range(1, epochs + 1):
-            network.train()
-            for batch in epoch_batches():
-                loss = loss_of(batch)
-                loss.backward()
-                optimizer.step()
-                optimizer.clear_grad()
-                bar.update(1)
-                bar.set_postfix(epoch=epoch, loss=f"{float(loss):.3f}", refresh=False)
-                if budget and time.time() - started > budget:
-                    out_of_time = True
-                    break
-            network.eval()
-            figure = evaluate()
-            history.append({"epoch": epoch, key: round(figure, 4), "loss": round(float(loss), 4),
-                            "seconds": round(time.time() - started, 1)})
-            if figure > best[0]:
-                best = (figure, epoch, snapshot(network))
-            bar.set_postfix(epoch=epoch, dev=f"{figure:.3f}", best=best[1])
-            if out_of_time:
-                history[-1]["stopped"] = f"--minutes {minutes:g} spent"
-                break
-            if epoch - best[1] >= patience:
-                history[-1]["stopped"] = f"no better {words} for {patience} epochs"
-                break
-    restore(network, best[2])
-    network.eval()
-    return history, best[1]

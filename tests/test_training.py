@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import random
 
 import numpy as np
 import pytest
 
 from taskflow import training
 from taskflow.packages import Manifest
-from taskflow.training import (BudgetSchedule, PackageDraft, framework_versions, portable_path, recipe_parser, restore,
-                               seed_all, snapshot, update_manifest)
+from taskflow.training import (PackageDraft, Schedule, fit, framework_versions, length_batches, portable_path,
+                               recipe_parser, restore, seed_all, snapshot, update_manifest)
 
 
 def test_portable_path_never_records_local_folders(tmp_path):
@@ -40,22 +41,26 @@ def test_seed_all_makes_every_generator_repeat():
     assert np.random.rand(3).tolist() != first[1]
 
 
-def test_budget_schedule_warms_up_then_decays_to_the_floor():
-    schedule = BudgetSchedule(lr=1.0, warmup=10, planned=110, evals=4, floor=0.05)
+def test_schedule_warms_up_then_decays_to_the_floor():
+    schedule = Schedule(lr=1.0, steps_per_epoch=50, epochs=2.2, warmup=10, floor=0.05, evals=4)
+    assert schedule.total == 110
     assert schedule.lr_at(0) == 0.1 and schedule.lr_at(9) == 1.0
-    assert schedule.lr_at(60) == 0.5
-    assert schedule.lr_at(109) == 0.05 and schedule.lr_at(500) == 0.05
+    assert schedule.lr_at(60) == pytest.approx(0.525)           # halfway through the decay: halfway to the floor
+    assert schedule.lr_at(110) == pytest.approx(0.05) and schedule.lr_at(500) == 0.05
     assert schedule.eval_every == 27
-    assert [s for s in range(1, 111) if schedule.evaluate_now(s)] == [27, 54, 81, 108, 110]
+    assert [s for s in range(1, 111) if schedule.evaluate_now(s, end_of_epoch=False)] == [27, 54, 81, 108]
     assert schedule.after_step(30) is None          # no budget: never refitted
-    assert not schedule.finished(109) and schedule.finished(110)
+    assert schedule.stop_reason(109) is None and schedule.stop_reason(110) == "2.2 epochs done"
+    constant = Schedule(lr=0.5, steps_per_epoch=4, epochs=3)
+    assert {constant.lr_at(s) for s in range(12)} == {0.5} and constant.per_epoch
+    assert not constant.evaluate_now(4, end_of_epoch=False) and constant.evaluate_now(4, end_of_epoch=True)
 
 
-def test_budget_schedule_fits_the_run_to_the_minutes(monkeypatch):
+def test_schedule_fits_the_run_to_the_minutes(monkeypatch):
     clock = [1000.0]
     monkeypatch.setattr(training.time, "time", lambda: clock[0])
-    schedule = BudgetSchedule(lr=1.0, warmup=5, planned=10_000, evals=2, minutes=2, first_check=10,
-                              check_every=10, eval_guess=10.0, steps_per_epoch=50)
+    schedule = Schedule(lr=1.0, steps_per_epoch=50, epochs=200, warmup=5, evals=2, minutes=2, first_check=10,
+                        check_every=10, eval_guess=10.0)
     clock[0] += 10 * 0.5                            # 10 steps at 0.5 s
     line = schedule.after_step(10)
     # 120 s budget - 5 s spent - 2 evaluations of 10 s = 95 s left = 190 more steps
@@ -67,7 +72,108 @@ def test_budget_schedule_fits_the_run_to_the_minutes(monkeypatch):
     schedule.after_step(20)
     # 120 - 50 elapsed - 40 for the one evaluation left = 30 s = 60 more steps
     assert schedule.total == 80 and schedule.eval_every == 100
-    assert schedule.evaluate_now(80) and schedule.finished(80)
+    assert schedule.stop_reason(80) == "the 80 steps that fit in --minutes 2 done"
+    clock[0] += 71.0                                # whatever the fit said, a spent budget ends the run
+    assert schedule.stop_reason(21) == "--minutes 2 spent"
+
+
+def test_length_batches_hold_similar_lengths_in_a_seeded_order():
+    rng = random.Random(0)
+    lengths = [rng.randint(1, 300) for _ in range(1000)]
+    index = list(range(1000)) + list(range(10))             # the first ten drawn twice an epoch
+    first = length_batches(lengths, 8, random.Random(3), index)
+    assert first == length_batches(lengths, 8, random.Random(3), index)
+    assert first != length_batches(lengths, 8, random.Random(4), index)
+    assert sorted(i for batch in first for i in batch) == sorted(index)
+    assert all(1 <= len(batch) <= 8 for batch in first)
+    padded = sum(max(lengths[i] for i in batch) * len(batch) for batch in first)
+    assert padded < 1.05 * sum(lengths[i] for i in index)      # random batches of 8 pad ~50%
+    # Random order over the epoch: neither sorted by length nor in the pools' order.
+    tops = [max(lengths[i] for i in batch) for batch in first]
+    assert tops != sorted(tops) and tops != sorted(tops, reverse=True)
+
+
+def scripted_run(figures: list[float], **options):
+    """A two-weight network trained by plain SGD on a loss whose gradient is constant, so that every
+    step moves the weights; ``evaluate()`` reads the dev figures off ``figures`` in turn and records
+    the weights it saw."""
+    import paddle
+
+    paddle.seed(0)
+    network = paddle.nn.Linear(2, 1)
+    x = paddle.to_tensor([[1.0, 2.0], [3.0, -1.0]])
+    seen = []
+
+    def evaluate():
+        seen.append(snapshot(network))
+        return {"dev_f1": figures[len(seen) - 1], "note": "scripted"}
+
+    options.setdefault("schedule", Schedule(lr=0.1, steps_per_epoch=2, epochs=len(figures)))
+    run = fit(network, lambda: [[0], [1]], lambda batch: network(x[batch]).sum(), evaluate, select="dev_f1",
+              optimizer="SGD", grad_clip=None, quiet=True, **options)
+    return network, run, seen
+
+
+def weights_equal(network, state) -> bool:
+    return all(np.array_equal(v.numpy(), state[k]) for k, v in network.state_dict().items())
+
+
+def test_fit_puts_back_the_weights_of_the_best_epoch_when_a_later_one_is_worse():
+    network, run, seen = scripted_run([0.2, 0.9, 0.5, 0.1])
+    assert [h["epoch"] for h in run.history] == [1, 2, 3, 4] and [h["step"] for h in run.history] == [2, 4, 6, 8]
+    assert [h["dev_f1"] for h in run.history] == [0.2, 0.9, 0.5, 0.1] and run.history[0]["note"] == "scripted"
+    assert run.best is run.history[1] and run.history[-1]["stopped"] == "4 epochs done"
+    assert not weights_equal(network, seen[-1])              # the last epoch's weights are not the ones kept
+    assert weights_equal(network, seen[1])                   # the best epoch's are
+    assert not network.training
+    summary = run.summary()
+    assert (summary["best_epoch"], summary["best_step"], summary["steps"], summary["epochs"]) == (2, 4, 8, 4.0)
+    assert summary["optimizer"] == {"name": "SGD", "lr": 0.1, "warmup": 0, "schedule": "constant", "grad_clip": None}
+
+
+def test_fit_stops_after_patience_and_keeps_only_the_weights_asked_for():
+    network, run, seen = scripted_run([0.2, 0.9, 0.5, 0.1, 0.95, 0.3], patience=2, keep=lambda name: name == "bias")
+    assert len(run.history) == 4 and run.history[-1]["stopped"] == "no better dev_f1 for 2 epochs"
+    state = network.state_dict()
+    assert np.array_equal(state["bias"].numpy(), seen[1]["bias"])           # kept: put back
+    assert not np.array_equal(state["weight"].numpy(), seen[1]["weight"])   # not kept: as trained last
+
+
+def test_fit_evaluates_where_the_schedule_says_at_its_rate():
+    schedule = Schedule(lr=0.1, steps_per_epoch=4, epochs=2, warmup=2, floor=0.5, evals=4)
+    network, run, seen = scripted_run([0.1, 0.2, 0.3, 0.4], schedule=schedule)
+    assert [(h["epoch"], h["step"]) for h in run.history] == [(0.5, 2), (1.0, 4), (1.5, 6), (2.0, 8)]
+    assert weights_equal(network, seen[-1])
+    # SGD on a loss with a constant gradient: each step moves the weights by the step's rate times it.
+    gradient = {0: np.array([[1.0], [2.0]]), 1: np.array([[3.0], [-1.0]])}
+    moved = seen[1]["weight"] - seen[0]["weight"]        # steps 2 (batch [0]) and 3 (batch [1]), in some order
+    rates = [schedule.lr_at(2), schedule.lr_at(3)]
+    assert any(np.allclose(moved, -(rates[0] * gradient[a] + rates[1] * gradient[b]))
+               for a, b in ((0, 1), (1, 0)))
+
+
+def test_fit_stops_when_the_minutes_are_spent(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr(training.time, "time", lambda: clock[0])
+
+    durations = iter([0.1, 0.1] + [10.0] * 100)
+
+    def batches():
+        for batch in ([0], [1]):
+            clock[0] += next(durations)
+            yield batch
+
+    import paddle
+
+    network = paddle.nn.Linear(2, 1)
+    x = paddle.to_tensor([[1.0, 2.0], [3.0, -1.0]])
+    # Refitted at step 2 to 0.1 s a step: all 200 steps fit in 30 s; then the steps slow down to 10 s.
+    schedule = Schedule(lr=0.1, steps_per_epoch=2, epochs=100, evals=1, minutes=0.5, eval_guess=0.0)
+    run = fit(network, batches, lambda batch: network(x[batch]).sum(), lambda: {"dev": 0.5}, schedule=schedule,
+              select="dev", quiet=True)
+    assert schedule.total == 200 and run.steps == 5      # 30.2 s after 5 steps
+    assert [(h["step"], h["epoch"]) for h in run.history] == [(5, 2.5)]    # the end is evaluated, mid-epoch
+    assert run.history[-1]["stopped"] == "--minutes 0.5 spent"
 
 
 def test_recipe_parser_has_the_options_every_recipe_has():

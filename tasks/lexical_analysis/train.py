@@ -19,17 +19,15 @@ held-out evaluation of an existing package (and jieba's, on the same data).
 from __future__ import annotations
 
 import json
-import math
 import random
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
-from taskflow.training import (PackageDraft, framework_versions, log, recipe_parser, restore, seed_all, snapshot,
-                               update_manifest)
+from taskflow.training import (PackageDraft, Schedule, fit, framework_versions, length_batches, log, recipe_parser,
+                               seed_all, update_manifest)
 
 from . import BOS, EOS, NORMALIZATION, encode, normalize
 from .augment import augment, name_list_sentences
@@ -119,19 +117,6 @@ def other_genres(args, paths: dict[str, Path]) -> list[list[tuple[str, str]]]:
         log(f"silver: {len(silver)} corpus lines labelled by the teacher, entities checked by jieba")
         sentences += silver
     return sentences
-
-
-def batches(examples: list[tuple[str, list[int]]], batch_size: int, rng: random.Random) -> list[list[int]]:
-    """Index batches of similar lengths (sorted within pools of 50 batches), in random order."""
-    order = list(range(len(examples)))
-    rng.shuffle(order)
-    out = []
-    pool = batch_size * 50
-    for start in range(0, len(order), pool):
-        chunk = sorted(order[start:start + pool], key=lambda k: len(examples[k][0]))
-        out += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
-    rng.shuffle(out)
-    return out
 
 
 # ----------------------------------------------------------------- decoding
@@ -238,8 +223,6 @@ def training_examples(args, paths: dict[str, Path], rng: random.Random):
 
 
 def train(args) -> None:
-    import paddle
-
     from taskflow.model import network_class
 
     rng = seed_all(args.seed)
@@ -264,33 +247,8 @@ def train(args) -> None:
     if args.network == "idcnn_crf":   # the manifest names the block, so the package rebuilds the same network
         architecture["dilations"] = list(kind.DILATIONS)
     network = kind(**architecture, dropout=args.dropout)
-    clip = paddle.nn.ClipGradByGlobalNorm(5.0)
-    optimizer = paddle.optimizer.Adam(learning_rate=args.lr, parameters=network.parameters(), grad_clip=clip)
 
-    started = time.time()
-    budget = args.time_budget * 60
-    steps_per_epoch = math.ceil(len(examples) / args.batch_size)
-    total_steps = steps_per_epoch * args.epochs
-    best, best_state, history, step = -1.0, None, [], 0
-    for epoch in range(1, args.epochs + 1):
-        network.train()
-        epoch_loss, seen, t0 = 0.0, 0, time.time()
-        for batch in batches(examples, args.batch_size, rng):
-            progress = max(step / total_steps, (time.time() - started) / budget)
-            # Warm up, then decay linearly to 5% of the peak over the step or time budget, whichever ends first.
-            optimizer.set_lr(args.lr * min(1.0, (step + 1) / 200) * max(0.05, 1.0 - progress))
-            loss = crf_batch_loss(network, [examples[k] for k in batch], chars, bigrams)
-            loss.backward()
-            optimizer.step()
-            optimizer.clear_grad()
-            step += 1
-            epoch_loss += float(loss) * len(batch)
-            seen += len(batch)
-            if step % 100 == 0:
-                log(f"epoch {epoch} step {step}/{total_steps} loss {epoch_loss / seen:.3f} "
-                    f"lr {optimizer.get_lr():.5f} {(time.time() - t0) / seen * 1000:.1f} ms/sentence")
-            if time.time() - started > budget:
-                break
+    def evaluate():
         scores = score_msra(predict_dynamic(network, dev_texts, chars, bigrams), dev_gold)
         list_scores = score_msra(predict_dynamic(network, dev_list_texts, chars, bigrams), dev_lists)
         genre_scores = {name: score_spans(predict_dynamic(network, [normalize(g[0]) for g in items], chars, bigrams),
@@ -298,26 +256,22 @@ def train(args) -> None:
         parts = [scores["segmentation"]["f1"], scores["entities"]["f1"]]
         if args.select_on_genres:
             parts += [genre["f1"] for genre in genre_scores.values()]
-        selection = sum(parts) / len(parts)
-        history.append({"epoch": epoch, "step": step, "minutes": round((time.time() - started) / 60, 1),
-                        "train_loss": round(epoch_loss / max(seen, 1), 4), "dev": scores,
-                        "dev_name_lists": list_scores["entities"], **genre_scores, "selection": round(selection, 4)})
-        log(f"epoch {epoch} dev {scores} name lists {list_scores['entities']} {genre_scores} "
-            f"({history[-1]['minutes']} min)")
-        if selection > best:
-            best, best_state = selection, snapshot(network)
-        if time.time() - started > budget:
-            log("time budget reached")
-            break
+        return {"dev": scores, "dev_name_lists": list_scores["entities"], **genre_scores,
+                "selection": sum(parts) / len(parts)}
 
-    restore(network, best_state)
-    network.eval()
-    write(args, network, architecture, char_list, bigram_list, history, lexicon)
+    lengths = [len(text) for text, _ in examples]
+    steps_per_epoch = -(-len(examples) // args.batch_size)
+    schedule = Schedule(lr=args.lr, steps_per_epoch=steps_per_epoch, epochs=args.epochs, warmup=min(200, steps_per_epoch),
+                        floor=0.05, minutes=args.time_budget)
+    run = fit(network, lambda: length_batches(lengths, args.batch_size, rng),
+              lambda batch: crf_batch_loss(network, [examples[k] for k in batch], chars, bigrams), evaluate,
+              schedule=schedule, select="selection")
+    write(args, network, architecture, char_list, bigram_list, run, lexicon)
     if not args.no_evaluate:
         evaluate_package(args.out, paths, name_lists=args.dev_name_lists, write_manifest=True)
 
 
-def write(args, network, architecture, char_list, bigram_list, history, lexicon) -> None:
+def write(args, network, architecture, char_list, bigram_list, run, lexicon) -> None:
     import importlib.metadata as md
 
     from taskflow.predictor import save_weights
@@ -355,7 +309,7 @@ def write(args, network, architecture, char_list, bigram_list, history, lexicon)
                     "min_bigram_count", "max_bigrams", "space_rate", "replace_share", "name_lists", "seed",
                     "time_budget", "silver_lines", "select_on_genres")},
                 "augmentation": "mention replacement and synthetic name lists from training names (augment.py)",
-                "history": history,
+                **run.summary(),
                 "selection": ("best mean of MSRA dev segmentation F1, entity F1, CLUENER dev (mapped) and genre dev "
                               "entity F1 after each epoch" if args.select_on_genres else
                               "best (MSRA dev segmentation F1 + entity F1) / 2 after each epoch"),
@@ -570,7 +524,7 @@ def parse_args(argv):
     parser.add_argument("--evaluate-only", metavar="PACKAGE", help="only evaluate an existing package")
     parser.add_argument("--no-evaluate", action="store_true", help="skip the held-out evaluation")
     parser.add_argument("--epochs", type=int, default=8)
-    parser.add_argument("--time-budget", type=float, default=50.0, help="minutes of training at most")
+    parser.add_argument("--time-budget", "--minutes", type=float, default=50.0, help="minutes of training at most")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--dropout", type=float, default=0.2)

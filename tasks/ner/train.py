@@ -35,8 +35,9 @@ import time
 from collections import Counter
 
 from taskflow.errors import TrainingDataError
-from taskflow.training import (PackageDraft, add_own_data_options, fit_own_data, framework_versions, log,
-                               portable_path, print_report, recipe_parser, seed_all, split_off_dev)
+from taskflow.training import (PackageDraft, Schedule, add_own_data_options, fit, framework_versions,
+                               length_batches, log, portable_path, print_report, recipe_parser, seed_all,
+                               split_off_dev)
 
 from .data import OUTSIDE, Sentence, char_labels, read_entity_file, spans_from_labels
 
@@ -109,7 +110,7 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     from taskflow.tasks.lexical_analysis import NORMALIZATION, encode, normalize
-    from taskflow.tasks.lexical_analysis.train import batches, build_vocab
+    from taskflow.tasks.lexical_analysis.train import build_vocab, crf_batch_loss
 
     started = time.time()
     rng = seed_all(args.seed)
@@ -171,8 +172,13 @@ def main(argv=None) -> int:
                     out[k] = spans_from_labels([labels[i] for i in path[row, : len(texts[k])]])
         return out
 
-    history, best_epoch = fit(network, examples, chars, bigrams, lambda: entity_report(
-        dev_gold, predict(dev_texts), types, train_counts)["f1"], args, rng, batches)
+    lengths = [len(text) for text, _ in examples]
+    run = fit(network, lambda: length_batches(lengths, args.batch_size, rng),
+              lambda batch: crf_batch_loss(network, [examples[k] for k in batch], chars, bigrams),
+              lambda: {"dev_f1": entity_report(dev_gold, predict(dev_texts), types, train_counts)["f1"]},
+              schedule=Schedule(lr=args.lr, steps_per_epoch=-(-len(examples) // args.batch_size), epochs=args.epochs,
+                                minutes=args.minutes),
+              select="dev_f1", patience=args.patience, quiet=args.quiet)
 
     with PackageDraft(args, "lexical_analysis", started=started) as draft:
         draft.ship_weights(network, float16=lambda name: "emb" in name)    # the report is on the weights that ship
@@ -181,7 +187,7 @@ def main(argv=None) -> int:
         report = entity_report(dev_gold, predict(dev_texts), types, train_counts)
         report["file"] = portable_path(args.dev) if args.dev else f"{args.dev_share:g} of {portable_path(args.train)}"
         print_report(report, title=f"dev report ({report['sentences']} sentences, {report['entities']} entities, "
-                                   f"best epoch {best_epoch})",
+                                   f"best epoch {run.best['epoch']})",
                      headline=f"entity precision {report['precision']:.4f} recall {report['recall']:.4f} "
                               f"F1 {report['f1']:.4f}", quiet=args.quiet)
         draft.write({
@@ -193,8 +199,7 @@ def main(argv=None) -> int:
                 "train_file": portable_path(args.train), "dev_file": portable_path(args.dev) if args.dev else None,
                 "sentences": {"train": len(train), "dev": len(dev)}, "mentions_in_train": dict(train_counts),
                 "overlapping_mentions_left_out": overlapping,
-                "selection": "the epoch with the best dev entity F1", "best_epoch": best_epoch, "history": history,
-                "seed": args.seed,
+                **run.summary(), "seed": args.seed,
                 "hyper_parameters": {k: getattr(args, k) for k in (
                     "epochs", "patience", "batch_size", "lr", "dropout", "char_dim", "bigram_dim", "hidden_size",
                     "num_layers", "min_char_count", "min_bigram_count", "max_train_length", "minutes")},
@@ -216,21 +221,6 @@ def check_dev_types(dev: list[Sentence], known: set[str], args) -> None:
                     f"in {args.train} (its types: {', '.join(sorted(known))}); the model can only learn types it is "
                     f"trained on: add examples of {entity!r} to the training file, or fix the tag",
                     args.dev, sentence.line)
-
-
-def fit(network, examples, chars, bigrams, dev_f1, args, rng, batches) -> tuple[list[dict], int]:
-    """Adam over length-bucketed batches, the dev F1 after each epoch; the best epoch's weights are put back."""
-    import paddle
-
-    from taskflow.tasks.lexical_analysis.train import crf_batch_loss
-
-    optimizer = paddle.optimizer.Adam(learning_rate=args.lr, parameters=network.parameters(),
-                                      grad_clip=paddle.nn.ClipGradByGlobalNorm(5.0))
-    return fit_own_data(network, optimizer, epochs=args.epochs, steps_per_epoch=-(-len(examples) // args.batch_size),
-                        epoch_batches=lambda: batches(examples, args.batch_size, rng),
-                        loss_of=lambda batch: crf_batch_loss(network, [examples[k] for k in batch], chars, bigrams),
-                        evaluate=dev_f1, metric=("dev_f1", "dev F1"), minutes=args.minutes,
-                        patience=args.patience, quiet=args.quiet)
 
 
 if __name__ == "__main__":

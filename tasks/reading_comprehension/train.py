@@ -32,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from taskflow.training import (BudgetSchedule, PackageDraft, fast_cpu_math, framework_versions, jieba_cut, log,
-                               portable_path, recipe_parser, restore, seed_all, snapshot)
+from taskflow.training import (PackageDraft, Schedule, fast_cpu_math, fit, framework_versions, jieba_cut,
+                               length_batches, log, portable_path, recipe_parser, seed_all)
 
 from .data import FEATURES, NORMALIZATION, Vocab, encode, merge, normalise, prepare, segment_context, windows, best_spans
 from .metrics import evaluate
@@ -133,18 +133,6 @@ def training_windows(examples: Examples, window: int, neg_rate: float, rng: rand
     return out
 
 
-def batches(items, batch_size: int, rng: random.Random):
-    """Batches of similar window lengths, in random order."""
-    index = list(range(len(items)))
-    rng.shuffle(index)
-    out, pool = [], batch_size * 50
-    for start in range(0, len(index), pool):
-        chunk = sorted(index[start:start + pool], key=lambda k: items[k][2] - items[k][1])
-        out += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
-    rng.shuffle(out)
-    return out
-
-
 # --------------------------------------------------------- char embeddings
 
 def read_plain_texts(paths) -> list[str]:
@@ -231,6 +219,19 @@ def score(network, examples: Examples, args) -> dict:
 
 # ------------------------------------------------------------------ training
 
+def span_loss(network, batch):
+    """Cross-entropy of the answer's start and end positions over a batch of training windows."""
+    import paddle
+    import paddle.nn.functional as F
+
+    feeds = encode([(p, a, b) for p, a, b, _, _ in batch])
+    start_logits, end_logits = network.logits(*[paddle.to_tensor(feeds[k]) for k in
+                                                ("context_ids", "context_features", "question_ids")])
+    starts = paddle.to_tensor(np.array([x[3] for x in batch], dtype=np.int64))
+    ends = paddle.to_tensor(np.array([x[4] for x in batch], dtype=np.int64))
+    return F.cross_entropy(start_logits, starts) + F.cross_entropy(end_logits, ends)
+
+
 def data_files(args) -> dict[str, Path | None]:
     def path(given, default):
         if given is not None:
@@ -258,9 +259,6 @@ def pretrain_chars(network, texts: list[str], vocab: Vocab, args) -> dict:
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     fast_cpu_math()
-    import paddle
-    import paddle.nn.functional as F
-
     from .model import ReaderNet
 
     started = time.time()
@@ -285,41 +283,18 @@ def main(argv=None) -> int:
                     "dropout": args.dropout, "align": not args.no_align, "use_features": not args.no_features}
     network = ReaderNet(**architecture)
     pretrain = None if args.no_pretrain else pretrain_chars(network, texts, vocab, args)
-    network.train()
     log(f"{sum(int(np.prod(p.shape)) for p in network.parameters()):,} parameters")
 
-    epoch_size = len(training_windows(train, args.window, args.neg_rate, random.Random(0)))
-    steps_per_epoch = -(-epoch_size // args.batch_size)
-    schedule = BudgetSchedule(lr=args.lr, warmup=args.warmup, planned=int(args.epochs * steps_per_epoch),
-                              evals=args.evals, minutes=args.minutes, steps_per_epoch=steps_per_epoch,
-                              first_check=30, check_every=100, eval_guess=40.0)
-    optimizer = paddle.optimizer.Adamax(learning_rate=args.lr, parameters=network.parameters(),
-                                        grad_clip=paddle.nn.ClipGradByGlobalNorm(10.0))
-    history, best = [], {"f1": -1.0, "step": 0}
-
     def epoch():
-        items = training_windows(train, args.window, args.neg_rate, rng)
-        return [[items[k] for k in index] for index in batches(items, args.batch_size, rng)]
+        items = training_windows(train, args.window, args.neg_rate, rng)   # windows drawn afresh each epoch
+        lengths = [end - start for _, start, end, _, _ in items]
+        return [[items[k] for k in index] for index in length_batches(lengths, args.batch_size, rng)]
 
-    def loss_of(batch):
-        feeds = encode([(p, a, b) for p, a, b, _, _ in batch])
-        start_logits, end_logits = network.logits(*[paddle.to_tensor(feeds[k]) for k in
-                                                    ("context_ids", "context_features", "question_ids")])
-        starts = paddle.to_tensor(np.array([x[3] for x in batch], dtype=np.int64))
-        ends = paddle.to_tensor(np.array([x[4] for x in batch], dtype=np.int64))
-        return F.cross_entropy(start_logits, starts) + F.cross_entropy(end_logits, ends)
-
-    def evaluate(step):
-        result = score(network, selection, args)
-        history.append({"step": step, "epoch": round(step / steps_per_epoch, 2), **result})
-        if result["f1"] > best["f1"]:
-            best.update(f1=result["f1"], em=result["em"], step=step, state=snapshot(network))
-        log(f"step {step} (epoch {step / steps_per_epoch:.2f}): selection F1 {result['f1']:.2f} EM {result['em']:.2f}"
-            f"{' *' if best['step'] == step else ''}")
-
-    schedule.fit(optimizer, epoch, loss_of, evaluate, log_every=50)
-    log(f"best step {best['step']} (selection F1 {best['f1']:.2f})")
-    restore(network, best["state"])
+    epoch_size = len(training_windows(train, args.window, args.neg_rate, random.Random(0)))
+    schedule = Schedule(lr=args.lr, steps_per_epoch=-(-epoch_size // args.batch_size), epochs=args.epochs,
+                        warmup=args.warmup, floor=0.02, evals=args.evals, minutes=args.minutes, eval_guess=40.0)
+    run = fit(network, epoch, lambda batch: span_loss(network, batch), lambda: score(network, selection, args),
+              schedule=schedule, select="f1", optimizer="Adamax", grad_clip=10.0, log_every=50)
 
     with PackageDraft(args, "reading_comprehension", started=started) as draft:
         draft.ship_weights(network, float16=lambda name: name.startswith("embed."))    # and evaluate exactly what ships
@@ -346,8 +321,7 @@ def main(argv=None) -> int:
                 "vocab": {"chars": len(vocab.char_list), "words": len(vocab.segmenter.logp),
                           "min_char": args.min_char, "min_word": args.min_word,
                           "segmenter": "word list from jieba (HMM) over the training texts, max-probability path"},
-                **schedule.summary(best["step"], history, optimizer="Adamax", batch_size=args.batch_size,
-                                   grad_clip=10.0, seed=args.seed),
+                **run.summary(), "batch_size": args.batch_size, "seed": args.seed,
             },
             "metrics": metrics,
             "framework": framework_versions("paddlepaddle", "numpy"),

@@ -11,8 +11,9 @@ test splits are evaluated once, at the end, and written into the manifest.
 
 Two stages (model.py explains the network):
 
-1. deep: the char CNN + n-gram bag, AdamW with a one-cycle schedule,
-   ChnSentiCorp counted ``--chn-weight`` times per epoch, best epoch on dev;
+1. deep: the char CNN + n-gram bag, AdamW (warm-up over the first tenth of
+   the steps, then linear decay), ChnSentiCorp counted ``--chn-weight`` times
+   per epoch, best epoch on dev;
 2. wide: a linear model over hashed char 1/2/3-grams, trained on its own
    (Adam, linearly decaying rate), then ``deep_weight`` picked on dev.
 
@@ -40,8 +41,8 @@ import numpy as np
 
 from taskflow.tasks.text_classification.train import (SMALL_DATA, Chars, add_network_options, add_own_data_training,
                                                       build_vocab, train_own_data)
-from taskflow.training import (PackageDraft, framework_versions, log, own_data_defaults, portable_path, recipe_parser,
-                               restore, seed_all, snapshot)
+from taskflow.training import (PackageDraft, Schedule, fit, framework_versions, length_batches, log, own_data_defaults,
+                               portable_path, recipe_parser, restore, seed_all)
 
 from . import NORMALIZATION
 
@@ -98,20 +99,9 @@ def load_deep(net, package_dir: str) -> list[dict]:
 
 
 def train_deep(net, chars: Chars, train_ids, train_y, rows: list[int], dev, args, rng) -> list[dict]:
-    """Stage 1: the CNN + n-gram bag, AdamW with a one-cycle schedule; keeps the best epoch on dev."""
+    """Stage 1: the CNN + n-gram bag, AdamW, warm-up then linear decay; keeps the best epoch on dev."""
     import paddle
     import paddle.nn.functional as F
-
-    def epoch_batches():
-        # Length-bucketed batches (sorted inside random pools) keep CPU padding waste low.
-        order = list(rows)
-        rng.shuffle(order)
-        pool, batches = args.batch_size * 50, []
-        for s in range(0, len(order), pool):
-            chunk = sorted(order[s:s + pool], key=lambda i: min(len(train_ids[i]), args.max_len))
-            batches += [chunk[j:j + args.batch_size] for j in range(0, len(chunk), args.batch_size)]
-        rng.shuffle(batches)
-        return batches
 
     def crop(ids):
         # A random window, so long reviews teach their middles and ends too.
@@ -120,29 +110,19 @@ def train_deep(net, chars: Chars, train_ids, train_y, rows: list[int], dev, args
         start = rng.randint(0, len(ids) - args.max_len)
         return ids[start:start + args.max_len]
 
-    steps = len(epoch_batches())
-    schedule = paddle.optimizer.lr.OneCycleLR(max_learning_rate=args.lr, total_steps=steps * args.epochs, phase_pct=0.1)
-    optimizer = paddle.optimizer.AdamW(learning_rate=schedule, parameters=[p for n, p in net.named_parameters() if not is_wide(n)],
-                                       grad_clip=paddle.nn.ClipGradByGlobalNorm(5.0))
-    history, best = [], (-1.0, None)
-    for epoch in range(1, args.epochs + 1):
-        net.train()
-        t0 = time.time()
-        for batch in epoch_batches():
-            probs = net.deep_probs(paddle.to_tensor(chars.pad([crop(train_ids[i]) for i in batch])))
-            loss = F.nll_loss(paddle.log(paddle.clip(probs, 1e-7, 1.0)), paddle.to_tensor(train_y[batch]))
-            loss.backward()
-            optimizer.step()
-            optimizer.clear_grad()
-            schedule.step()
-        net.eval()
-        acc = chars.accuracy(net.deep_probs, *dev)
-        history.append({"epoch": epoch, "dev": round(acc, 4), "seconds": round(time.time() - t0)})
-        log(f"deep {history[-1]}")
-        if acc > best[0]:
-            best = (acc, snapshot(net, keep=lambda name: not is_wide(name)))
-    restore(net, best[1])
-    return history
+    def loss_of(batch):
+        probs = net.deep_probs(paddle.to_tensor(chars.pad([crop(train_ids[i]) for i in batch])))
+        return F.nll_loss(paddle.log(paddle.clip(probs, 1e-7, 1.0)), paddle.to_tensor(train_y[batch]))
+
+    lengths = [min(len(ids), args.max_len) for ids in train_ids]
+    steps_per_epoch = -(-len(rows) // args.batch_size)
+    schedule = Schedule(lr=args.lr, steps_per_epoch=steps_per_epoch, epochs=args.epochs,
+                        warmup=max(1, steps_per_epoch * args.epochs // 10), floor=0.05)
+    run = fit(net, lambda: length_batches(lengths, args.batch_size, rng, rows), loss_of,
+              lambda: {"dev": chars.accuracy(net.deep_probs, *dev)}, schedule=schedule, select="dev",
+              optimizer="AdamW", parameters=[p for n, p in net.named_parameters() if not is_wide(n)],
+              keep=lambda name: not is_wide(name), description="deep")
+    return run.history
 
 
 def train_wide(net, chars: Chars, train_ids, train_y, dev, args, rng) -> tuple[list[dict], float]:
@@ -155,33 +135,26 @@ def train_wide(net, chars: Chars, train_ids, train_y, dev, args, rng) -> tuple[l
     dev_texts, dev_y = dev[0], np.array(dev[1])
     deep_dev = chars.predict(net.deep_probs, dev_texts)
     wide_rows = [ids[: args.max_len] for ids in train_ids]
-    batch_size = 128
-    steps = args.wide_epochs * ((len(wide_rows) + batch_size - 1) // batch_size)
-    decay = paddle.optimizer.lr.PolynomialDecay(args.wide_lr, steps, args.wide_lr / 20)
-    optimizer = paddle.optimizer.Adam(learning_rate=decay, parameters=[p for n, p in net.named_parameters() if is_wide(n)])
-    history, best = [], (-1.0, None, None)
-    mixes = (0.2, 0.3, 0.4, 0.5, 0.6)
-    for epoch in range(1, args.wide_epochs + 1):
-        order = list(range(len(wide_rows)))
-        rng.shuffle(order)
-        for s in range(0, len(order), batch_size):
-            batch = order[s:s + batch_size]
-            logits = net.wide_logits(paddle.to_tensor(chars.pad([wide_rows[i] for i in batch])))
-            loss = F.cross_entropy(logits, paddle.to_tensor(train_y[batch]))
-            loss.backward()
-            optimizer.step()
-            optimizer.clear_grad()
-            decay.step()
+
+    def evaluate():
         wide_dev = chars.predict(lambda x: F.softmax(net.wide_logits(x), axis=-1), dev_texts)
-        scores = {m: float(((m * deep_dev + (1 - m) * wide_dev).argmax(1) == dev_y).mean()) for m in mixes}
-        history.append({"epoch": epoch, "wide_only_dev": round(float((wide_dev.argmax(1) == dev_y).mean()), 4),
-                        "mixed_dev": {str(m): round(a, 4) for m, a in scores.items()}})
-        log(f"wide {history[-1]}")
-        mix, acc = max(scores.items(), key=lambda kv: kv[1])
-        if acc > best[0]:
-            best = (acc, mix, snapshot(net, keep=is_wide))
-    restore(net, best[2])
-    return history, best[1]
+        mixed = {m: float(((m * deep_dev + (1 - m) * wide_dev).argmax(1) == dev_y).mean())
+                 for m in (0.2, 0.3, 0.4, 0.5, 0.6)}
+        mix = max(mixed, key=mixed.get)
+        return {"wide_only_dev": float((wide_dev.argmax(1) == dev_y).mean()),
+                "mixed_dev": {str(m): round(a, 4) for m, a in mixed.items()}, "dev": mixed[mix], "deep_weight": mix}
+
+    def loss_of(batch):
+        logits = net.wide_logits(paddle.to_tensor(chars.pad([wide_rows[i] for i in batch])))
+        return F.cross_entropy(logits, paddle.to_tensor(train_y[batch]))
+
+    batch_size, lengths = 128, [len(row) for row in wide_rows]
+    schedule = Schedule(lr=args.wide_lr, steps_per_epoch=-(-len(wide_rows) // batch_size), epochs=args.wide_epochs,
+                        floor=0.05)
+    run = fit(net, lambda: length_batches(lengths, batch_size, rng), loss_of, evaluate, schedule=schedule,
+              select="dev", parameters=[p for n, p in net.named_parameters() if is_wide(n)], keep=is_wide,
+              grad_clip=None, description="wide")
+    return run.history, run.best["deep_weight"]
 
 
 def main(argv=None) -> int:

@@ -28,9 +28,9 @@ from typing import Callable
 
 import numpy as np
 
-from taskflow.training import (PackageDraft, add_own_data_options, check_label_sets, classification_report,
-                               fit_own_data, framework_versions, log, portable_path, print_report, read_labelled,
-                               recipe_parser, seed_all, sorted_labels, split_off_dev)
+from taskflow.training import (Fit, PackageDraft, Schedule, add_own_data_options, check_label_sets,
+                               classification_report, fit, framework_versions, length_batches, log, portable_path,
+                               print_report, read_labelled, recipe_parser, seed_all, sorted_labels, split_off_dev)
 
 from . import NORMALIZATION, normalize
 
@@ -118,16 +118,10 @@ def build_vocab(texts: list[str], min_freq: int) -> list[str]:
 
 
 def fit_epochs(net, chars: Chars, train_ids: list[list[int]], train_y: np.ndarray, dev_texts: list[str],
-               dev_y: np.ndarray, args, rng) -> tuple[list[dict], int]:
-    """Adam over shuffled batches, an evaluation on dev after each epoch; the best epoch's
-    weights are put back.  Returns the history and the best epoch."""
+               dev_y: np.ndarray, args, rng) -> Fit:
+    """Adam over length-bucketed batches, dev accuracy after each epoch; the best epoch's weights are put back."""
     import paddle
     import paddle.nn.functional as F
-
-    def epoch_batches():
-        order = list(range(len(train_ids)))
-        rng.shuffle(order)
-        return [order[s:s + args.batch_size] for s in range(0, len(order), args.batch_size)]
 
     def loss_of(batch):
         rows = []
@@ -139,12 +133,13 @@ def fit_epochs(net, chars: Chars, train_ids: list[list[int]], train_y: np.ndarra
         probs = net(paddle.to_tensor(chars.pad(rows)))
         return F.nll_loss(paddle.log(paddle.clip(probs, 1e-7, 1.0)), paddle.to_tensor(train_y[batch]))
 
-    optimizer = paddle.optimizer.Adam(learning_rate=args.lr, parameters=net.parameters(),
-                                      grad_clip=paddle.nn.ClipGradByGlobalNorm(5.0))
-    return fit_own_data(net, optimizer, epochs=args.epochs, steps_per_epoch=-(-len(train_ids) // args.batch_size),
-                        epoch_batches=epoch_batches, loss_of=loss_of,
-                        evaluate=lambda: chars.accuracy(net, dev_texts, dev_y), metric=("dev_accuracy", "dev accuracy"),
-                        minutes=args.minutes, patience=args.patience, quiet=args.quiet)
+    lengths = [min(len(ids), args.max_len) for ids in train_ids]
+    schedule = Schedule(lr=args.lr, steps_per_epoch=-(-len(train_ids) // args.batch_size), epochs=args.epochs,
+                        minutes=args.minutes)
+    return fit(net, lambda: length_batches(lengths, args.batch_size, rng), loss_of,
+               lambda: {"dev_accuracy": chars.accuracy(net, dev_texts, dev_y)}, schedule=schedule,
+               select="dev_accuracy", patience=args.patience, quiet=args.quiet)
+
 
 def train_own_data(args, task: str, argv: list[str], *, label_names: Callable[[list[str]], list[str]] = list) -> int:
     """Train the char CNN on ``args.train`` (and ``args.dev``) and write a ``task`` package whose
@@ -181,7 +176,7 @@ def train_own_data(args, task: str, argv: list[str], *, label_names: Callable[[l
     dev_y = np.array([index[e.label] for e in dev], dtype="int64")
     if not args.quiet:
         log(f"{len(train)} training and {len(dev)} dev examples, {len(labels)} labels, {len(vocab)} chars")
-    history, best_epoch = fit_epochs(net, chars, train_ids, train_y, dev_texts, dev_y, args, rng)
+    run = fit_epochs(net, chars, train_ids, train_y, dev_texts, dev_y, args, rng)
 
     with PackageDraft(args, task, started=started) as draft:
         draft.ship_weights(net, float16=lambda name: "emb" in name)   # the report is on the weights that ship
@@ -190,7 +185,7 @@ def train_own_data(args, task: str, argv: list[str], *, label_names: Callable[[l
         counts = Counter(labels[index[e.label]] for e in train)
         report = classification_report([labels[i] for i in dev_y], [labels[i] for i in predicted], labels, counts)
         report["file"] = portable_path(args.dev) if args.dev else f"{args.dev_share:g} of {portable_path(args.train)}"
-        print_report(report, title=f"dev report ({report['examples']} examples, best epoch {best_epoch})",
+        print_report(report, title=f"dev report ({report['examples']} examples, best epoch {run.best['epoch']})",
                      headline=f"accuracy {report['accuracy']:.4f}", quiet=args.quiet)
         draft.write({
             "description": f"char CNN + hashed n-gram bag trained on {portable_path(args.train)} "
@@ -203,9 +198,7 @@ def train_own_data(args, task: str, argv: list[str], *, label_names: Callable[[l
                 "train_file": portable_path(args.train), "dev_file": portable_path(args.dev) if args.dev else None,
                 "text_field": fields[0], "label_field": args.label_field,
                 "examples": {"train": len(train), "dev": len(dev)},
-                "labels_in_file": found,
-                "selection": "the epoch with the best dev accuracy",
-                "best_epoch": best_epoch, "history": history, "seed": args.seed,
+                "labels_in_file": found, **run.summary(), "seed": args.seed,
                 "hyper_parameters": {k: getattr(args, k) for k in (
                     "max_len", "min_freq", "embed_dim", "bigram_buckets", "ngram_dim", "conv_channels", "max_kernel",
                     "dropout", "lr", "batch_size", "epochs", "patience", "minutes")},

@@ -46,10 +46,10 @@ import time
 import numpy as np
 
 from taskflow.errors import TrainingDataError
-from taskflow.training import (BudgetSchedule, PackageDraft, add_own_data_options, check_label_sets,
-                               classification_report, fast_cpu_math, framework_versions, jieba_cut, log,
-                               own_data_defaults, portable_path, print_report, progress, read_labelled, recipe_parser,
-                               restore, seed_all, snapshot, split_off_dev)
+from taskflow.training import (Fit, PackageDraft, Schedule, add_own_data_options, check_label_sets,
+                               classification_report, fast_cpu_math, fit, framework_versions, jieba_cut,
+                               length_batches, log, own_data_defaults, portable_path, print_report, read_labelled,
+                               recipe_parser, seed_all, split_off_dev)
 
 from .data import DEFAULT_FILES, Pair, drop_overlap, read_pairs, resolve_files, split_lcqmc_dev
 from .features import NORMALIZATION, Vocab, encode, model_text
@@ -136,26 +136,15 @@ def _pad(rows):
     return chars, words
 
 
-def length_batches(lengths: np.ndarray, index: list[int], batch_size: int, rng: random.Random) -> list[list[int]]:
-    """Batches of similar lengths (sorted within pools of 50 batches), in random order."""
-    index = list(index)
-    rng.shuffle(index)
-    out, pool = [], batch_size * 50
-    for start in range(0, len(index), pool):
-        chunk = sorted(index[start:start + pool], key=lambda k: lengths[k])
-        out += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
-    rng.shuffle(out)
-    return out
-
-
 # ---------------------------------------------------------------- evaluation
 
 def predict(network, data: Encoded, batch_size: int = 256) -> np.ndarray:
+    """P(same meaning) of each pair of ``data``, from the network in eval mode (as ``fit`` evaluates
+    and ``ship_weights`` leaves it)."""
     import paddle
 
     order = np.argsort(data.lengths, kind="stable")
     scores = np.zeros(len(order), dtype=np.float32)
-    network.eval()
     with paddle.no_grad():
         for start in range(0, len(order), batch_size):
             index = order[start:start + batch_size]
@@ -163,7 +152,6 @@ def predict(network, data: Encoded, batch_size: int = 256) -> np.ndarray:
             out = network(*[paddle.to_tensor(x) for x in feeds])
             out = out[0] if isinstance(out, (tuple, list)) else out
             scores[index] = out.numpy()
-    network.train()
     return scores
 
 
@@ -180,6 +168,39 @@ def best_threshold(score_sets: list[tuple[np.ndarray, np.ndarray]]) -> float:
 
 
 # ------------------------------------------------------------------- training
+
+def build_network(args, vocab: Vocab):
+    """The ``architecture`` manifest field the options describe, and its network."""
+    from .model import build
+
+    architecture = {"type": args.arch, "vocab_size": len(vocab.char_list), "word_vocab_size": len(vocab.word_list),
+                    "char_dim": args.char_dim, "word_dim": args.word_dim, "hidden_size": args.hidden,
+                    "enc_layers": args.enc_layers, "kernel_size": args.kernel, "dropout": args.dropout}
+    if args.arch == "match":
+        architecture.update(blocks=args.blocks, exact_match=not args.no_exact_match)
+    return architecture, build(architecture)
+
+
+def fit_matcher(network, train: Encoded, index: list[int], evaluate, select: str, args, rng, *,
+                evals: int | None, eval_guess: float) -> Fit:
+    """Adam on the binary cross-entropy of the pairs ``index`` of ``train`` (an index listed twice is
+    seen twice an epoch); warm-up, then linear decay over ``--epochs`` or what fits in ``--minutes``;
+    ``evaluate()`` after each epoch (``evals``: that many over the run), the best evaluation kept."""
+    import paddle
+    import paddle.nn.functional as F
+
+    def loss_of(batch):
+        feeds, labels = train.batch(batch)
+        logits = network.logits(*[paddle.to_tensor(x) for x in feeds])
+        return F.binary_cross_entropy_with_logits(logits, paddle.to_tensor(labels))
+
+    steps_per_epoch = -(-len(index) // args.batch_size)
+    schedule = Schedule(lr=args.lr, steps_per_epoch=steps_per_epoch, epochs=args.epochs, floor=0.02,
+                        warmup=min(args.warmup, steps_per_epoch), evals=evals, minutes=args.minutes,
+                        first_check=40, eval_guess=eval_guess)
+    return fit(network, lambda: length_batches(train.lengths, args.batch_size, rng, index), loss_of, evaluate,
+               schedule=schedule, select=select, quiet=args.quiet)
+
 
 def load_pairs(args):
     """The data files; the training pairs by source (minus those in an evaluation split), how many
@@ -242,11 +263,6 @@ def read_own_pairs(path: str, args) -> list:
 
 def train_own_pairs(args, argv: list[str]) -> int:
     """Train on the user's --train pairs, pick the step and the threshold on --dev, write the package."""
-    import paddle
-    import paddle.nn.functional as F
-
-    from .model import build
-
     started = time.time()
     rng = seed_all(args.seed)
     train = read_own_pairs(args.train, args)
@@ -266,40 +282,14 @@ def train_own_pairs(args, argv: list[str]) -> int:
         log(f"{len(train_pairs)} training and {len(dev_pairs)} dev pairs, {len(vocab.char_list)} chars, "
             f"{len(vocab.word_list)} words")
 
-    architecture = {"type": args.arch, "vocab_size": len(vocab.char_list), "word_vocab_size": len(vocab.word_list),
-                    "char_dim": args.char_dim, "word_dim": args.word_dim, "hidden_size": args.hidden,
-                    "enc_layers": args.enc_layers, "kernel_size": args.kernel, "dropout": args.dropout}
-    if args.arch == "match":
-        architecture.update(blocks=args.blocks, exact_match=not args.no_exact_match)
-    network = build(architecture)
-    network.train()
-    steps_per_epoch = -(-len(train_pairs) // args.batch_size)
-    epochs = max(1, round(args.epochs))
-    schedule = BudgetSchedule(lr=args.lr, warmup=min(args.warmup, steps_per_epoch), planned=epochs * steps_per_epoch,
-                              evals=epochs, minutes=args.minutes, steps_per_epoch=steps_per_epoch,
-                              first_check=min(40, steps_per_epoch), check_every=max(50, steps_per_epoch),
-                              eval_guess=2.0)
-    optimizer = paddle.optimizer.Adam(learning_rate=args.lr, parameters=network.parameters(),
-                                      grad_clip=paddle.nn.ClipGradByGlobalNorm(5.0))
-    history, best = [], {"score": -1.0, "step": 0}
+    architecture, network = build_network(args, vocab)
 
-    def loss_of(index):
-        feeds, labels = train_data.batch(index)
-        logits = network.logits(*[paddle.to_tensor(x) for x in feeds])
-        return F.binary_cross_entropy_with_logits(logits, paddle.to_tensor(labels))
-
-    def evaluate(step):
+    def evaluate():
         scores = predict(network, dev_data)
-        score = accuracy(scores, dev_data.labels, best_threshold([(scores, dev_data.labels)]))
-        history.append({"step": step, "epoch": round(step / steps_per_epoch, 2), "dev_accuracy": round(score, 4)})
-        if score > best["score"]:
-            best.update(score=score, step=step, state=snapshot(network))
-        bar.set_postfix(dev=f"{score:.3f}", best_epoch=round(best["step"] / steps_per_epoch, 2))
+        return {"dev_accuracy": accuracy(scores, dev_data.labels, best_threshold([(scores, dev_data.labels)]))}
 
-    with progress(schedule.total, "training", quiet=args.quiet) as bar:
-        schedule.fit(optimizer, lambda: length_batches(train_data.lengths, list(range(len(train_pairs))),
-                                                       args.batch_size, rng), loss_of, evaluate, bar=bar)
-    restore(network, best["state"])
+    run = fit_matcher(network, train_data, list(range(len(train_pairs))), evaluate, "dev_accuracy", args, rng,
+                      evals=None, eval_guess=2.0)
 
     with PackageDraft(args, "text_similarity", started=started) as draft:
         draft.ship_weights(network, float16=lambda name: "_emb." in name)    # the report is on the weights that ship
@@ -325,12 +315,11 @@ def train_own_pairs(args, argv: list[str]) -> int:
                 "train_file": portable_path(args.train), "dev_file": portable_path(args.dev) if args.dev else None,
                 "text_fields": args.text_field.split(","), "label_field": args.label_field,
                 "pairs": {"train": len(train_pairs), "dev": len(dev_pairs)},
-                "selection": "the evaluation (one per epoch) with the best dev accuracy at its best threshold",
                 "vocab": {"chars": len(vocab.char_list), "words": len(vocab.word_list), "min_char": args.min_char,
                           "min_word": args.min_word},
                 "command": "taskflow train text_similarity " + " ".join(argv),
-                **schedule.summary(best["step"], history, optimizer="Adam", batch_size=args.batch_size,
-                                   grad_clip=5.0, seed=args.seed),
+                **run.summary(), "dev_accuracy": "at the threshold best on dev", "batch_size": args.batch_size,
+                "seed": args.seed,
             },
             "metrics": {"dev": report},
             "framework": framework_versions("paddlepaddle", "numpy"),
@@ -344,11 +333,6 @@ def main(argv=None) -> int:
     fast_cpu_math()
     if args.train:
         return train_own_pairs(args, argv)
-    import paddle
-    import paddle.nn.functional as F
-
-    from .model import build
-
     started = time.time()
     rng = seed_all(args.seed)
     files, parts, dropped, selection, report = load_pairs(args)
@@ -367,41 +351,14 @@ def main(argv=None) -> int:
     selection_data = {k: Encoded(v, vocab, cache) for k, v in selection.items()}
     log(f"encoded in {time.time() - started:.0f}s; {len(epoch_index)} pairs per epoch")
 
-    architecture = {"type": args.arch, "vocab_size": len(vocab.char_list), "word_vocab_size": len(vocab.word_list),
-                    "char_dim": args.char_dim, "word_dim": args.word_dim, "hidden_size": args.hidden,
-                    "enc_layers": args.enc_layers, "kernel_size": args.kernel, "dropout": args.dropout}
-    if args.arch == "match":
-        architecture.update(blocks=args.blocks, exact_match=not args.no_exact_match)
-    network = build(architecture)
-    network.train()
+    architecture, network = build_network(args, vocab)
     log(f"{args.arch}: {sum(int(np.prod(p.shape)) for p in network.parameters()):,} parameters")
 
-    steps_per_epoch = -(-len(epoch_index) // args.batch_size)
-    schedule = BudgetSchedule(lr=args.lr, warmup=args.warmup, planned=int(args.epochs * steps_per_epoch),
-                              evals=args.evals, minutes=args.minutes, steps_per_epoch=steps_per_epoch,
-                              first_check=40, check_every=200, eval_guess=15.0)
-    optimizer = paddle.optimizer.Adam(learning_rate=args.lr, parameters=network.parameters(),
-                                      grad_clip=paddle.nn.ClipGradByGlobalNorm(5.0))
-    history, best = [], {"score": -1.0}
+    def evaluate():
+        accuracies = {k: accuracy(predict(network, d), d.labels) for k, d in selection_data.items()}
+        return {**accuracies, "mean": float(np.mean(list(accuracies.values())))}
 
-    def loss_of(index):
-        feeds, labels = train.batch(index)
-        logits = network.logits(*[paddle.to_tensor(x) for x in feeds])
-        return F.binary_cross_entropy_with_logits(logits, paddle.to_tensor(labels))
-
-    def evaluate(step):
-        t = time.time()
-        accs = {k: accuracy(predict(network, d), d.labels) for k, d in selection_data.items()}
-        mean = float(np.mean(list(accs.values())))
-        history.append({"step": step, "epoch": round(step / steps_per_epoch, 2), **{k: round(v, 4) for k, v in accs.items()}})
-        if mean > best["score"]:
-            best.update(score=mean, step=step, state=snapshot(network))
-        log(f"step {step} (epoch {step / steps_per_epoch:.2f}): " + ", ".join(f"{k} {v:.4f}" for k, v in accs.items())
-            + f", mean {mean:.4f}{' *' if best['step'] == step else ''} ({time.time() - t:.0f}s)")
-
-    schedule.fit(optimizer, lambda: length_batches(train.lengths, epoch_index, args.batch_size, rng), loss_of, evaluate)
-    log(f"best step {best['step']} (mean {best['score']:.4f})")
-    restore(network, best["state"])
+    run = fit_matcher(network, train, epoch_index, evaluate, "mean", args, rng, evals=args.evals, eval_guess=15.0)
 
     with PackageDraft(args, "text_similarity", started=started) as draft:
         draft.ship_weights(network, float16=lambda name: "_emb." in name)    # and evaluate exactly what ships
@@ -427,8 +384,7 @@ def main(argv=None) -> int:
                 "sources": SOURCES,
                 "vocab": {"chars": len(vocab.char_list), "words": len(vocab.word_list), "min_char": args.min_char,
                           "min_word": args.min_word, "segmenter": "jieba 0.42 (HMM) word list, max-probability path"},
-                **schedule.summary(best["step"], history, optimizer="Adam", batch_size=args.batch_size,
-                                   grad_clip=5.0, seed=args.seed),
+                **run.summary(), "batch_size": args.batch_size, "seed": args.seed,
             },
             "metrics": metrics,
             "framework": framework_versions("paddlepaddle", "numpy"),
