@@ -94,6 +94,22 @@ def test_the_dynamic_network_reproduces_pytorch(parity):
     np.testing.assert_allclose(hidden, parity["hidden"], atol=TOLERANCE, rtol=0)
 
 
+def test_the_fixture_was_written_from_the_pytorch_code_of_this_checkout(parity):
+    # Where PyTorch is missing (CI), the parity checks above compare Paddle with outputs of the PyTorch
+    # code as it was; a change there shows only here.
+    sys.path.insert(0, str(ROOT))
+    try:
+        from pretraining.parity_fixture import source_hashes
+    finally:
+        sys.path.remove(str(ROOT))
+    pinned = json.loads(str(parity["sources"]))
+    changed = [name for name, digest in source_hashes().items() if pinned.get(name) != digest]
+    assert not changed, (
+        f"{', '.join(changed)} changed since {FIXTURE.name} was written: rewrite it with "
+        "`python -m pretraining.parity_fixture` where PyTorch is installed (pretraining/README.md); after a "
+        "change that cannot change what the networks compute (a comment), `--sources-only` re-pins the hashes")
+
+
 def test_the_fixture_has_padding_and_real_rows_of_every_length(parity):
     # The checks above see the attention mask only if some rows are padded and one is not.
     lengths = (parity["input_ids"] > 0).sum(axis=1)

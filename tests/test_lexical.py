@@ -239,6 +239,39 @@ def test_long_text_is_split_and_joined_with_offsets(tiny):
     assert spans and all(s == item for s in spans)
 
 
+@pytest.fixture(scope="module")
+def never_starts_a_word(tiny, tmp_path_factory):
+    """The tiny package with its emission bias pinned to ``n-I`` ("the word goes on"), so the CRF
+    labels every char ``n-I``: a model that never starts a word of its own."""
+    from taskflow.packages import Manifest, write_package
+
+    manifest = Manifest.load(tiny / "manifest.json")
+    with np.load(tiny / "weights.npz") as stored:
+        arrays = {name: stored[name] for name in stored.files}
+    bias = np.zeros_like(arrays["emission.bias"])
+    bias[manifest["labels"].index("n-I")] = 100.0
+    arrays["emission.bias"] = bias
+    folder = tmp_path_factory.mktemp("never_starts_a_word")
+    np.savez(folder / "weights.npz", **arrays)
+    fields = {key: value for key, value in manifest.data.items() if key != "files"}
+    write_package(folder, {**fields, "name": "never_starts_a_word"},
+                  {"weights.npz": folder / "weights.npz", "vocab.json": tiny / "vocab.json"})
+    return folder
+
+
+def test_each_chunk_of_a_long_text_starts_a_word(never_starts_a_word):
+    """The join starts a word at each chunk's first char, whatever the model says there: a word
+    never runs across a chunk boundary (甲乙|丙丁 never becomes 甲乙丙丁)."""
+    la = flow(never_starts_a_word)
+    assert la("我们在上海工作了三年")[0]["segs"] == ["我们在上海工作了三年"]   # one chunk: one word
+    for text in ["我们在上海工作了三年" * 3 + "李明昨天在北京大学见到了王芳",   # no sentence end: cut every 16
+                 "我们在上海工作了三年。" * 3]:                              # cut at sentence ends
+        chunks = [piece for _, piece in la.task.split(text)]
+        assert len(chunks) >= 3
+        result = la(text)[0]
+        assert result["segs"] == chunks and result["tags"] == ["n"] * len(chunks)
+
+
 def test_ner_entity_options(tiny):
     user = ["春天/SEASON", "上海/LOC", "王芳/PER"]
     text = "春天王芳去上海"

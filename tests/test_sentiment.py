@@ -25,7 +25,9 @@ def test_clear_sentences(senta):
         assert set(r["scores"]) == {"negative", "positive"}
 
 
-@pytest.mark.xfail(strict=True, reason="known weakness of char_cnn 1.0.0 (see tasks/sentiment_analysis/README.md): "
+# raises=: a crash is a failure, not the known weakness.
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="known weakness of char_cnn 1.0.0 (see tasks/sentiment_analysis/README.md): "
                    "short praise with 精彩 reads as negative; a model that fixes it should flip this test")
 def test_known_weakness_short_praise_with_jingcai(senta):
     assert senta(["这部电影太精彩了"])[0]["label"] == "positive"
@@ -41,6 +43,18 @@ def test_a_long_review_is_judged_by_all_its_chunks(senta):
     (result,) = senta(text)
     assert len(text) > senta.task.max_length
     assert result["label"] == "positive" and result["text"] == text
+
+
+def test_a_later_chunk_can_decide_the_label(senta):
+    """Short praise, then a long complaint in a chunk of its own: the complaint, most of the text,
+    decides, though the first chunk alone reads as positive."""
+    praise = "房间很干净，早餐丰富，服务周到。"
+    complaint = "，".join(["服务太差了，等了一个小时还没上菜，房间又脏又吵，空调坏了没人修，前台态度恶劣"] * 6)
+    complaint += "，这种酒店再也不会来了"      # one sentence, so one chunk: praise + complaint > 256 >= complaint
+    assert [piece for _, piece in senta.task.split(praise + complaint)] == [praise, complaint]
+    assert senta(praise)[0]["label"] == "positive" and senta(complaint)[0]["label"] == "negative"
+    (result,) = senta(praise + complaint)
+    assert result["label"] == "negative" and result["scores"]["negative"] > 0.5
 
 
 def test_chunks_that_disagree_are_mixed_by_length(tiny_sentiment):

@@ -23,6 +23,29 @@ def test_simplified_text_is_left_as_it_is(text):
     assert to_simplified(text) == text
 
 
+# Traditional and simplified in one text: the traditional chars are converted, and a simplified char
+# beside them is never changed by a phrase that reads it as traditional (破坏土 -> 破坯土, 沈重 -> 沉重).
+MIXED = [
+    ("這個目的是破坏土耳其经济", "这个目的是破坏土耳其经济"),
+    ("瀋陽的沈重先生說", "沈阳的沈重先生说"),
+    ("乾燥的破坏土", "干燥的破坏土"),
+]
+
+
+@pytest.mark.parametrize("text, expected", MIXED, ids=["破坏", "沈重", "乾燥"])
+def test_mixed_text_converts_only_its_traditional_chars(text, expected):
+    assert to_simplified(text) == expected
+    assert Normalizer(["t2s", "width", "lower"])(text) == expected
+
+
+def test_user_dict_matches_a_simplified_word_inside_mixed_text():
+    """Through a task: a user item is matched on the normalised text, so a simplified word next to
+    traditional chars must stay itself there, and its offsets index the caller's text."""
+    text = "這個目的是破坏土耳其经济"
+    (result,) = Taskflow("ner", user_dict=["破坏/ACT"])([text])
+    assert {"text": "破坏", "label": "ACT", "start": 5, "end": 7} in result["entities"]
+
+
 def test_the_step_keeps_offsets_and_composes_with_the_others():
     normalizer = Normalizer(["t2s", "width", "lower"])
     assert normalizer("ＩＢＭ公司的長江") == "ibm公司的长江" and normalizer.keeps_length
