@@ -152,7 +152,7 @@ def test_span_logits_put_padding_out_of_reach(parity, static_runs):
 
 def test_a_package_says_how_its_text_is_read(packages):
     model = Model.load("encoder", None, task_path=packages["transformer_encoder"])
-    vocab = CharVocab.load(model.path("vocab.txt"))
+    vocab = model.vocab(CharVocab.load)
     text = model.normalizer("一Ｂ\u3000丁")      # full-width B and the ideographic space, normalised char for char
     assert text == "一b 丁"
     assert vocab.encode(text) == [vocab.ids["一"], 1, 1, vocab.ids["丁"]]   # 'b' and ' ' are not in this vocabulary
