@@ -251,11 +251,11 @@ class Schedule:
     many times evenly over the run; always once more at its end.
 
     ``minutes`` makes the run a wall-clock budget.  Recipes run on shared 2-core machines, so the
-    steps a budget allows are measured, not guessed: at step ``first_check`` and every
-    ``check_every`` steps after it the run is refitted to the steps that fit in what is left at the
-    measured speed, time for the remaining evaluations set aside (``eval_guess`` seconds each until
-    one has been timed), so that the decay ends when the budget does.  A run that overruns anyway
-    stops when the budget is spent.
+    steps a budget allows are measured, not guessed: at step ``first_check`` (with an evaluation
+    each epoch: just after the first) and every ``check_every`` steps after it the run is refitted
+    to the steps that fit in what is left at the measured speed, time for the remaining evaluations
+    set aside (``eval_guess`` seconds each until one has been timed), so that the decay ends when
+    the budget does.  A run that overruns anyway stops when the budget is spent.
 
     >>> schedule = Schedule(lr=1e-3, steps_per_epoch=25, epochs=4, warmup=10, floor=0.05, evals=4)
     >>> schedule.lr_at(0), schedule.lr_at(9), schedule.total, schedule.eval_every
@@ -271,7 +271,8 @@ class Schedule:
         self.per_epoch = evals is None
         self.evals = max(1, math.ceil(self.planned / self.steps_per_epoch) if evals is None else evals)
         self.eval_every = self.steps_per_epoch if self.per_epoch else max(1, self.total // self.evals)
-        self.first_check = min(first_check, self.steps_per_epoch)     # small data: refit after an epoch
+        # An evaluation each epoch: refit once the first has been timed, as it may take longer than the epoch.
+        self.first_check = self.steps_per_epoch + 1 if self.per_epoch else first_check
         self.check_every, self.eval_guess = check_every, eval_guess
         self.start = time.time()
         self.eval_seconds, self.evals_done = 0.0, 0
@@ -289,9 +290,12 @@ class Schedule:
         elapsed = time.time() - self.start
         per_step = (elapsed - self.eval_seconds) / step
         per_eval = self.eval_seconds / self.evals_done if self.evals_done else self.eval_guess
-        left_for_evals = per_eval * max(1, self.evals - self.evals_done)
-        fit = step + int((self.minutes * 60 - elapsed - left_for_evals) / max(per_step, 1e-9))
-        previous, self.total = self.total, max(step + 1, min(self.planned, fit))
+        left = self.minutes * 60 - elapsed
+        if self.per_epoch:      # each step carries its share of its epoch's evaluation
+            fit = step + int(left / max(per_step + per_eval / self.steps_per_epoch, 1e-9))
+        else:
+            fit = step + int((left - per_eval * max(1, self.evals - self.evals_done)) / max(per_step, 1e-9))
+        previous, self.total = self.total, min(self.planned, max(step + 1, fit))
         if step == self.first_check and not self.per_epoch:
             self.eval_every = max(1, self.total // self.evals)
         if step == self.first_check or abs(self.total - previous) > 20:
@@ -309,7 +313,7 @@ class Schedule:
         if step >= self.total:
             if self.total < self.planned:
                 return f"the {self.total} steps that fit in --minutes {self.minutes:g} done"
-            return f"{self.epochs:g} epochs done"
+            return f"--epochs {self.epochs:g} done"
         return None
 
     @contextmanager

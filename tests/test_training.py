@@ -50,7 +50,7 @@ def test_schedule_warms_up_then_decays_to_the_floor():
     assert schedule.eval_every == 27
     assert [s for s in range(1, 111) if schedule.evaluate_now(s, end_of_epoch=False)] == [27, 54, 81, 108]
     assert schedule.after_step(30) is None          # no budget: never refitted
-    assert schedule.stop_reason(109) is None and schedule.stop_reason(110) == "2.2 epochs done"
+    assert schedule.stop_reason(109) is None and schedule.stop_reason(110) == "--epochs 2.2 done"
     constant = Schedule(lr=0.5, steps_per_epoch=4, epochs=3)
     assert {constant.lr_at(s) for s in range(12)} == {0.5} and constant.per_epoch
     assert not constant.evaluate_now(4, end_of_epoch=False) and constant.evaluate_now(4, end_of_epoch=True)
@@ -75,6 +75,25 @@ def test_schedule_fits_the_run_to_the_minutes(monkeypatch):
     assert schedule.stop_reason(80) == "the 80 steps that fit in --minutes 2 done"
     clock[0] += 71.0                                # whatever the fit said, a spent budget ends the run
     assert schedule.stop_reason(21) == "--minutes 2 spent"
+    # A refit never runs past what the run planned.
+    short = Schedule(lr=1.0, steps_per_epoch=4, epochs=1, evals=1, minutes=50, first_check=4)
+    clock[0] += 4 * 0.05
+    short.after_step(4)
+    assert short.total == 4 and short.stop_reason(4) == "--epochs 1 done"
+
+
+def test_schedule_with_an_evaluation_each_epoch_is_fitted_once_one_has_been_timed(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr(training.time, "time", lambda: clock[0])
+    schedule = Schedule(lr=1.0, steps_per_epoch=10, epochs=100, minutes=1, eval_guess=1000.0)
+    clock[0] += 10 * 0.5                            # the first epoch: 10 steps at 0.5 s
+    assert schedule.after_step(10) is None and schedule.total == 1000    # its evaluation not timed yet
+    with schedule.evaluating():
+        clock[0] += 5.0                             # the evaluation: 5 s, 0.5 s a step of the epoch
+    clock[0] += 0.5
+    assert schedule.after_step(11) == "0.500s/step: 60 steps (6.00 epochs) fit in 1 min"
+    # 60 s - 10.5 s spent = 49.5 s left, at 1 s a step (evaluation included): 49 more steps
+    assert schedule.total == 60
 
 
 def test_length_batches_hold_similar_lengths_in_a_seeded_order():
@@ -122,7 +141,7 @@ def test_fit_puts_back_the_weights_of_the_best_epoch_when_a_later_one_is_worse()
     network, run, seen = scripted_run([0.2, 0.9, 0.5, 0.1])
     assert [h["epoch"] for h in run.history] == [1, 2, 3, 4] and [h["step"] for h in run.history] == [2, 4, 6, 8]
     assert [h["dev_f1"] for h in run.history] == [0.2, 0.9, 0.5, 0.1] and run.history[0]["note"] == "scripted"
-    assert run.best is run.history[1] and run.history[-1]["stopped"] == "4 epochs done"
+    assert run.best is run.history[1] and run.history[-1]["stopped"] == "--epochs 4 done"
     assert not weights_equal(network, seen[-1])              # the last epoch's weights are not the ones kept
     assert weights_equal(network, seen[1])                   # the best epoch's are
     assert not network.training
@@ -168,7 +187,7 @@ def test_fit_stops_when_the_minutes_are_spent(monkeypatch):
     network = paddle.nn.Linear(2, 1)
     x = paddle.to_tensor([[1.0, 2.0], [3.0, -1.0]])
     # Refitted at step 2 to 0.1 s a step: all 200 steps fit in 30 s; then the steps slow down to 10 s.
-    schedule = Schedule(lr=0.1, steps_per_epoch=2, epochs=100, evals=1, minutes=0.5, eval_guess=0.0)
+    schedule = Schedule(lr=0.1, steps_per_epoch=2, epochs=100, evals=1, minutes=0.5, first_check=2, eval_guess=0.0)
     run = fit(network, batches, lambda batch: network(x[batch]).sum(), lambda: {"dev": 0.5}, schedule=schedule,
               select="dev", quiet=True)
     assert schedule.total == 200 and run.steps == 5      # 30.2 s after 5 steps
