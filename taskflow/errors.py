@@ -29,6 +29,7 @@ __all__ = [
     "TermTreeError",
     "JobError",
     "WorkerError",
+    "ResumeMismatchError",
     "OutputWriteError",
     "TrainingDataError",
 ]
@@ -159,6 +160,19 @@ class JobError(TaskflowError, RuntimeError):
 
 class WorkerError(JobError):
     """A worker process of a batch job could not start, died twice on the same records, or hung."""
+
+
+class ResumeMismatchError(JobError):
+    """``resume=True`` (``--resume``) was asked of a job whose checkpoint was made by another one:
+    another task, model package, task option, field, encoding or input file.  Continuing would
+    write one output from two runs, so nothing is touched.
+
+    ``changes`` maps each thing that differs to ``(then, now)``.
+    """
+
+    def __init__(self, message: str, changes: dict | None = None):
+        super().__init__(message)
+        self.changes = dict(changes or {})
 
 
 class OutputWriteError(TaskflowError, OSError):

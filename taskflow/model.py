@@ -23,6 +23,7 @@ import functools
 import hashlib
 import importlib
 import inspect
+import json
 import os
 import tempfile
 import threading
@@ -150,6 +151,16 @@ class Model:
     name = property(lambda self: self.manifest.name)
     version = property(lambda self: self.manifest.version)
     source = property(lambda self: self.package.source)
+
+    @property
+    def fingerprint(self) -> str:
+        """A sha256 over what makes this model compute what it computes: its whole manifest (the
+        files' sha256s, architecture, labels, normalisation...) and the fingerprints of the models
+        it requires.  Where it came from (task_path, cache, bundle) is not part of it."""
+        blob = json.dumps({"manifest": self.manifest.data,
+                           "requires": {role: model.fingerprint for role, model in self.requires.items()}},
+                          sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def path(self, name: str) -> Path:
         """A file of the package, by its manifest name."""

@@ -93,6 +93,10 @@ LINE_FAULTS = [
     ("nul_byte", {"txt": "坏\x00字节", "jsonl": '{"id": 9999, "text": "坏\x00字节"}', "csv": '9999,"坏\x00字节"',
                   "tsv": "9999\t坏\x00字节"}, True),
     ("bad_utf8", {f: _line(f, 9999, "坏字节").replace("坏", "\udcff") for f in FORMATS}, True),
+    # Valid JSON that Python will not hold (ValueError: over 4,300 digits), or that names no character.
+    ("huge_number", {"jsonl": '{"id": 9999, "text": "数字", "n": ' + "9" * 5000 + "}"}, True),
+    ("lone_surrogate", {"jsonl": '{"id": 9999, "text": "坏\\udc80字"}'}, True),
+    ("lone_surrogate_in_a_key", {"jsonl": '{"id": 9999, "text": "好", "\\uD800": 1}'}, True),
 ]
 
 
@@ -118,6 +122,10 @@ def test_a_faulty_line_is_accounted_for(flow, tmp_path, fault, fmt, faulty, bad)
         assert "--encoding" in errors[0]["error"] and "\ufffd" in errors[0]["input"]
     if fault == "huge_field":
         assert "longer than max_record_bytes" in errors[0]["error"] and len(errors[0]["input"]) < 1000
+    if fault == "huge_number":
+        assert "a JSON value that cannot be read (Exceeds the limit (4300 digits)" in errors[0]["error"]
+    if fault.startswith("lone_surrogate"):
+        assert "is half of a UTF-16 surrogate pair" in errors[0]["error"] and errors[0]["input"] == faulty
 
 
 def test_the_issue_csv_with_an_unclosed_quote_at_line_501(flow, tmp_path):
@@ -134,6 +142,51 @@ def test_the_issue_csv_with_an_unclosed_quote_at_line_501(flow, tmp_path):
     assert len(out) == 1999 and [e["line"] for e in errors] == [501] and summary.skipped == 1
     assert max(len(r["text"]) for r in out) < 20, "no record swallowed the ones after it"
     assert [r["id"] for r in out][498:501] == ["498", "500", "501"]
+
+
+def test_a_line_no_job_could_get_past_is_a_bad_record_and_resume_gets_past_it(tiny_sentiment, tmp_path, capsys):
+    """Issue 27: a 5,000-digit number, or a lone surrogate escape, crashed the job with a traceback even
+    under --on-error skip, and --resume crashed again on the same line."""
+    rows = [json.dumps({"id": i, "text": t}, ensure_ascii=False) for i, t in enumerate(TEXTS)]
+    rows[7] = '{"id": 7, "text": "好", "n": ' + "9" * 5000 + "}"
+    rows[20] = '{"id": 20, "text": "坏\\udc80字"}'
+    rows[30] = '{"id": 30, "text": "\\ud83d\\ude00 一对是一个字"}'  # a surrogate pair is a character: fine
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    args = ["sentiment_analysis", "--input", str(source), "--output", str(target), "--task-path", str(tiny_sentiment),
+            "--quiet"]
+    for resume in ([], ["--resume"]):  # a stop, not a crash, and a resume stops at the same line again
+        assert main(args + resume) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("taskflow: error: ") and err.count("\n") == 1, err
+        assert "in.jsonl:8: a JSON value that cannot be read" in err
+    assert main(args + ["--resume", "--on-error", "skip"]) == 0
+    errors = _read_jsonl(tmp_path / "out.jsonl.errors.jsonl")
+    assert [e["line"] for e in errors] == [8, 21]
+    assert "in.jsonl:21: the JSON escape \\udc80 is half of a UTF-16 surrogate pair" in errors[1]["error"]
+    assert errors[1]["input"] == rows[20], "the line as it is in the file"
+    out = _read_jsonl(target)
+    assert [r["line"] for r in out] == [i for i in range(1, len(TEXTS) + 1) if i not in (8, 21)]
+    assert out[28]["line"] == 31 and out[28]["text"] == "\U0001f600 一对是一个字"
+
+
+def test_a_result_that_cannot_be_written_is_a_bad_record(flow, tmp_path, monkeypatch):
+    """Were a lone surrogate to get past the reader, writing its result fails: that is a bad record too,
+    and the errors file stays valid UTF-8 JSON (what cannot be encoded is written as an escape)."""
+    from taskflow import readers
+
+    monkeypatch.setattr(readers, "_lone_surrogate", lambda value: None)
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write(source, "jsonl", [_line("jsonl", i, t) for i, t in enumerate(TEXTS[:5])] + ['{"id": 5, "text": "坏\\udc80字"}'])
+    with pytest.raises(InvalidInputError, match=r"in\.jsonl:6: the result cannot be written as UTF-8 \(surrogates not allowed"):
+        _job(flow, source, target)
+    assert len(_read_jsonl(tmp_path / "out.jsonl.partial")) == 5
+    summary = _job(flow, source, target, on_error="skip", resume=True)
+    assert summary.skipped == 1 and len(_read_jsonl(target)) == 5
+    raw = (tmp_path / "out.jsonl.errors.jsonl").read_bytes()
+    raw.decode("utf-8")
+    error, = [json.loads(line) for line in raw.splitlines()]
+    assert error["line"] == 6 and error["id"] == 5 and error["input"] == "坏\udc80字"
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -6,12 +6,16 @@ Input faults over the four formats are in test_job_inputs.py; process faults
 
 import itertools
 import json
+import os
+import re
+import shutil
 
 import pytest
 
 from taskflow import Taskflow
 from taskflow.cli import main
-from taskflow.errors import InvalidInputError, JobError
+from taskflow.checkpoint import JobFiles
+from taskflow.errors import InvalidInputError, JobError, OutputWriteError, ResumeMismatchError
 from taskflow.jobs import run_file
 
 pytestmark = pytest.mark.timeout(120)
@@ -179,19 +183,227 @@ def test_resume_is_byte_exact_and_checks_its_settings(flow, tmp_path, monkeypatc
     with pytest.raises(KeyboardInterrupt):
         flow.predict_file(source, tmp_path / "out.jsonl", chunk_size=64, progress=False)
     monkeypatch.setattr(flow.task, "run_items", real)
-    with pytest.raises(JobError, match="other settings.*id_fields"):
+    with pytest.raises(ResumeMismatchError, match=r"made by another job \(id_fields: None then, \[.id.\] now\)"):
         _job(flow, source, tmp_path / "out.jsonl", chunk_size=64, resume=True, id_fields=["id"])
     flow.predict_file(source, tmp_path / "out.jsonl", chunk_size=64, resume=True, progress=False)
     assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "clean.jsonl").read_bytes()
 
 
-def test_a_job_stopped_while_moving_its_files_is_finished_by_resume(flow, tmp_path):
-    source = _txt(tmp_path / "in.txt", TEXTS[:20])
-    flow.predict_file(source, tmp_path / "out.jsonl", progress=False)
+def test_a_job_stopped_while_moving_its_files_is_finished_by_resume(flow, tmp_path, monkeypatch):
+    source, target = _txt(tmp_path / "in.txt", TEXTS[:20]), tmp_path / "out.jsonl"
+
+    def stop(path):
+        raise KeyboardInterrupt
+
     # The state a job leaves when it stops between renaming its output and removing its checkpoint:
-    (tmp_path / "out.jsonl.partial.ckpt").write_text("{}")
-    summary = flow.predict_file(source, tmp_path / "out.jsonl", resume=True, progress=False)
+    monkeypatch.setattr(JobFiles, "_drop_checkpoint", staticmethod(stop))
+    with pytest.raises(KeyboardInterrupt):
+        flow.predict_file(source, target, progress=False)
+    monkeypatch.undo()
+    assert target.exists() and (tmp_path / "out.jsonl.partial.ckpt").exists()
+    before = _snapshot(tmp_path, source)
+    with pytest.raises(ResumeMismatchError, match="encoding: 'utf-8' then, 'gbk' now"):
+        _job(flow, source, target, resume=True, encoding="gbk")
+    assert _snapshot(tmp_path, source) == before
+    summary = flow.predict_file(source, target, resume=True, progress=False)
     assert "complete" in summary.messages[0] and not (tmp_path / "out.jsonl.partial.ckpt").exists()
+    assert _results(target) == flow(TEXTS[:20])
+
+
+def _snapshot(directory, *leave_out):
+    """Every file under ``directory`` but ``leave_out``, by name, with its bytes (links as links)."""
+    return {p.name: ("->", str(p.readlink())) if p.is_symlink() else p.read_bytes()
+            for p in sorted(directory.iterdir()) if p not in leave_out}
+
+
+def _interrupt(flow, monkeypatch, source, target, *, chunk_size=64, at_chunk=3, **options):
+    """Run a job that is interrupted (Ctrl-C) while it runs its ``at_chunk``-th chunk."""
+    real, calls = flow.task.run_items, []
+
+    def interrupted(items):
+        calls.append(1)
+        if len(calls) == at_chunk:
+            raise KeyboardInterrupt
+        return real(items)
+
+    monkeypatch.setattr(flow.task, "run_items", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _job(flow, source, target, chunk_size=chunk_size, **options)
+    monkeypatch.setattr(flow.task, "run_items", real)
+
+
+def test_the_issue_a_resume_by_another_task_and_model_is_refused_and_changes_nothing(
+        tiny_sentiment, tiny_models, tmp_path, capsys):
+    """Issue 22: a sentiment_analysis job stopped at a bad JSON line; the line was fixed and the job
+    resumed as text_classification with another package, which wrote y/z labels after positive/negative."""
+    rows = [json.dumps({"id": i, "text": t}, ensure_ascii=False) for i, t in enumerate(TEXTS[:300])]
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text("\n".join(rows[:150] + ['{"id": 150, "text": "坏了'] + rows[151:]) + "\n", encoding="utf-8")
+    job = ["--input", str(source), "--field", "text", "--output", str(target), "--quiet"]
+    sentiment = ["sentiment_analysis", "--task-path", str(tiny_sentiment), "--batch-size", "16"]
+    assert main([*sentiment, *job]) == 2
+    assert "in.jsonl:151: not valid JSON" in capsys.readouterr().err
+    source.write_text("\n".join(rows) + "\n", encoding="utf-8")  # the user fixes line 151
+    before = _snapshot(tmp_path, source)
+    assert sorted(before) == ["out.jsonl.errors.jsonl.partial", "out.jsonl.partial", "out.jsonl.partial.ckpt"]
+    assert len(before["out.jsonl.partial"].splitlines()) == 150
+
+    classify = ["text_classification", "--task-path", str(tiny_models["text_classification"])]
+    assert main([*classify, *job, "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert "task: 'sentiment_analysis' then, 'text_classification' now" in err
+    assert "model: sentiment_analysis/tiny 0.0.0 (fingerprint " in err and " then, text_classification/tiny 0.0.0" in err
+    assert "nothing was changed" in err and "without --resume to start over" in err
+    assert _snapshot(tmp_path, source) == before, "a refused resume changes no file"
+
+    other = Taskflow("text_classification", task_path=tiny_models["text_classification"])
+    with pytest.raises(ResumeMismatchError) as info:
+        other.predict_file(source, target, resume=True, progress=False)
+    assert set(info.value.changes) == {"task", "model"}
+    assert info.value.changes["task"] == ("sentiment_analysis", "text_classification")
+    assert _snapshot(tmp_path, source) == before
+
+    assert main([*sentiment, *job, "--resume"]) == 0  # what made it finishes it
+    assert main([*sentiment, *job[:4], "--output", str(tmp_path / "clean.jsonl"), "--quiet"]) == 0
+    assert target.read_bytes() == (tmp_path / "clean.jsonl").read_bytes()
+
+
+def test_a_resume_with_other_weights_or_options_is_refused_and_a_copy_of_the_package_is_not(
+        flow, tiny_sentiment, tmp_path, monkeypatch):
+    from make_tiny_models import make_tiny_sentiment
+
+    source, target = _txt(tmp_path / "in.txt", TEXTS[:300]), tmp_path / "out" / "out.jsonl"
+    _interrupt(flow, monkeypatch, source, target)
+    before = _snapshot(target.parent)
+    # Same task, name and version; other weights (another seed): the fingerprint tells them apart.
+    package = make_tiny_sentiment(tmp_path / "seed1", seed=1)
+    manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
+    (package / "manifest.json").write_text(json.dumps({**manifest, "version": "0.0.0"}), encoding="utf-8")
+    retrained = Taskflow("sentiment_analysis", task_path=package)
+    with pytest.raises(ResumeMismatchError) as info:
+        retrained.predict_file(source, target, chunk_size=64, resume=True, progress=False)
+    assert set(info.value.changes) == {"model"}
+    then, now = info.value.changes["model"]
+    assert then["package"] == now["package"] == "sentiment_analysis/tiny 0.0.0" and then["fingerprint"] != now["fingerprint"]
+    scores = Taskflow("sentiment_analysis", task_path=tiny_sentiment, return_all_scores=True)
+    with pytest.raises(ResumeMismatchError, match=r"\(option return_all_scores: False then, True now\)"):
+        scores.predict_file(source, target, chunk_size=64, resume=True, progress=False)
+    assert _snapshot(target.parent) == before
+    # Where the package lies is not what it is: a copy resumes, as do another batch size and chunk size.
+    shutil.copytree(tiny_sentiment, tmp_path / "copy")
+    copy = Taskflow("sentiment_analysis", task_path=tmp_path / "copy", batch_size=4, return_all_scores=False)
+    summary = copy.predict_file(source, target, chunk_size=50, resume=True, progress=False)
+    assert summary.resumed_from == 128
+    assert _results(target) == flow(TEXTS[:300])
+
+
+def test_a_resume_with_another_encoding_is_refused(flow, tmp_path, monkeypatch):
+    source, target = tmp_path / "in.txt", tmp_path / "out.jsonl"
+    source.write_bytes(("\n".join(TEXTS[:300]) + "\n").encode("gbk"))
+    _interrupt(flow, monkeypatch, source, target, encoding="gbk")
+    before = _snapshot(tmp_path, source)
+    # latin-1 reads any bytes: without the check, the rest of the output would be mojibake, silently.
+    with pytest.raises(ResumeMismatchError) as info:
+        _job(flow, source, target, chunk_size=64, resume=True, encoding="latin-1")
+    assert info.value.changes == {"encoding": ("gbk", "iso8859-1")}
+    assert _snapshot(tmp_path, source) == before
+    summary = _job(flow, source, target, chunk_size=64, resume=True, encoding="gbk")
+    assert summary.resumed_from == 128 and _results(target) == flow(TEXTS[:300])
+
+
+def test_resume_cuts_off_what_a_stopped_chunk_half_wrote(flow, tmp_path, monkeypatch):
+    lines = list(TEXTS[:300])
+    lines[10] = lines[200] = ""
+    source, target = _txt(tmp_path / "in.txt", lines), tmp_path / "out.jsonl"
+    _job(flow, source, tmp_path / "clean.jsonl", chunk_size=64, on_error="skip")
+    _interrupt(flow, monkeypatch, source, target, at_chunk=5, on_error="skip")  # both bad lines are done
+    # A crash in the middle of writing a chunk leaves more bytes than the rest of the job writes.
+    with open(tmp_path / "out.jsonl.partial", "ab") as handle:
+        handle.write(b'{"line": 999, "text": "written before the crash"}\n' * 400 + b'{"line": 1000, "te')
+    with open(tmp_path / "out.jsonl.errors.jsonl.partial", "ab") as handle:
+        handle.write(b'{"line": 260, "error": "half a li')
+    summary = _job(flow, source, target, chunk_size=64, on_error="skip", resume=True)
+    assert summary.resumed_from == 256 and summary.skipped == 0
+    assert target.read_bytes() == (tmp_path / "clean.jsonl").read_bytes()
+    assert (tmp_path / "out.jsonl.errors.jsonl").read_bytes() == (tmp_path / "clean.jsonl.errors.jsonl").read_bytes()
+
+
+def _damage_checkpoint(edit):
+    def damage(tmp_path, source):
+        path = tmp_path / "out.jsonl.partial.ckpt"
+        state = json.loads(path.read_text(encoding="utf-8"))
+        path.write_text(edit(state) if callable(edit) else edit, encoding="utf-8")
+    return damage
+
+
+def _cut(name, keep):
+    def damage(tmp_path, source):
+        path = source if name == "input" else tmp_path / name
+        path.write_bytes(path.read_bytes()[:keep])
+    return damage
+
+
+def _edit_done_line(tmp_path, source):
+    text = source.read_text(encoding="utf-8").replace(TEXTS[5], TEXTS[5].replace("第5条", "第五条"), 1)
+    source.write_text(text, encoding="utf-8")
+
+
+@pytest.mark.parametrize("damage, error, message", [
+    (_damage_checkpoint('{"format": 3, "done": 12'), JobError, r"checkpoint .*out\.jsonl\.partial\.ckpt is damaged \(not JSON"),
+    (_damage_checkpoint("[1, 2]"), JobError, r"is damaged \(a JSON list, not an object\)"),
+    (_damage_checkpoint(lambda s: json.dumps({**s, "done": "128"})), JobError, r"is damaged \(it needs format, done"),
+    (_damage_checkpoint(lambda s: json.dumps({k: v for k, v in s.items() if k != "in_sha256"})), JobError, "is damaged"),
+    (_damage_checkpoint(lambda s: json.dumps({**s, "format": 2})), ResumeMismatchError,
+     r"written by another version of taskflow \(format 2; this one reads 3\)"),
+    (_cut("out.jsonl.partial", 100), JobError, r"out\.jsonl\.partial is shorter than its checkpoint says \([\d,]+ bytes; it has 100\)"),
+    (_cut("input", 1000), ResumeMismatchError, r"in\.txt is now shorter than the part already done; is it the same file\? "
+                                               r"\(input: '128 record\(s\) done in its first [\d,]+ bytes' then, '1,000 bytes in all' now\)"),
+    (_edit_done_line, ResumeMismatchError, r"the 128 record\(s\) already done are not what .*in\.txt now holds"),
+], ids=["truncated-json", "not-an-object", "bad-count", "missing-field", "old-format", "short-partial", "short-input",
+        "done-line-edited"])
+def test_a_resume_that_cannot_continue_says_why_and_changes_nothing(flow, tmp_path, monkeypatch, damage, error, message):
+    source, target = _txt(tmp_path / "in.txt", TEXTS[:300]), tmp_path / "out.jsonl"
+    _interrupt(flow, monkeypatch, source, target)
+    damage(tmp_path, source)
+    before = _snapshot(tmp_path)
+    with pytest.raises(error, match=message) as info:
+        _job(flow, source, target, chunk_size=64, resume=True)
+    assert "without --resume to start over" in str(info.value)
+    assert _snapshot(tmp_path) == before, "a refused resume changes no file, the input included"
+
+
+def test_job_files_do_not_follow_planted_links(flow, tmp_path, monkeypatch):
+    """Issue 27: a results file overwrote precious.txt through a link planted at a job file's
+    predictable name.  A new job replaces such links; a resume refuses to write through them."""
+    lines = list(TEXTS[:100])
+    lines[3] = ""
+    source, out = _txt(tmp_path / "in.txt", lines), tmp_path / "out"
+    out.mkdir()
+    names = ["out.jsonl.partial", "out.jsonl.errors.jsonl.partial", "out.jsonl.partial.ckpt",
+             f"out.jsonl.partial.ckpt.{os.getpid()}.tmp", "out.jsonl", "out.jsonl.errors.jsonl"]
+    victims = []
+    for i, name in enumerate(names):
+        victims.append(tmp_path / f"precious{i}.txt")
+        victims[-1].write_text("precious\n")
+        (out / name).symlink_to(victims[-1])
+    summary = _job(flow, source, out / "out.jsonl", on_error="skip")
+    assert [v.read_text() for v in victims] == ["precious\n"] * len(victims), "a link was followed"
+    assert summary.skipped == 1 and len(_read_jsonl(out / "out.jsonl")) == 99
+    assert not (out / "out.jsonl").is_symlink() and not (out / "out.jsonl.errors.jsonl").is_symlink()
+
+    for name in ["out.jsonl.partial", "out.jsonl.errors.jsonl.partial", "out.jsonl.partial.ckpt"]:
+        target = tmp_path / name.replace(".", "_") / "out.jsonl"
+        target.parent.mkdir()
+        _interrupt(flow, monkeypatch, source, target, chunk_size=16, on_error="skip")
+        planted = target.parent / name
+        victims[0].write_bytes(planted.read_bytes())  # the victim even looks like the file it replaces
+        planted.unlink()
+        planted.symlink_to(victims[0])
+        kept = victims[0].read_bytes()
+        with pytest.raises(OutputWriteError, match=rf"{re.escape(str(planted))} is a symbolic link; .*remove it"):
+            _job(flow, source, target, chunk_size=16, on_error="skip", resume=True)
+        assert victims[0].read_bytes() == kept and planted.is_symlink()
 
 
 @pytest.mark.slow

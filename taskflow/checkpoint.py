@@ -1,0 +1,385 @@
+"""The files of a batch job and its checkpoint: how far the job got, and what made its output.
+
+A job writes ``<output>.partial`` and ``<errors>.partial`` and, after every chunk, replaces
+``<output>.partial.ckpt`` atomically with one JSON object::
+
+    {"format": 3, <the job's identity>, "done": records done, "out_bytes": ..., "err_bytes": ...,
+     "in_bytes": input bytes those records span, "in_sha256": their sha256}
+
+``resume=True`` continues from there only if three things hold, all checked before any
+file is touched (a refused resume leaves every file byte for byte as it was):
+
+* the identity is the same: whatever the driver (:mod:`taskflow.jobs`) says made the
+  output (task, model package, options, fields, encoding...); any difference is a
+  :class:`~taskflow.errors.ResumeMismatchError` naming it, then and now;
+* the input's first ``in_bytes`` bytes (the lines already done, with a BOM and a CSV
+  header) hash to ``in_sha256``.  So the lines after the last one done may change: the bad
+  line that stopped the job fixed in place, lines appended to a growing file; a change
+  to a line already done, or another file at the same path, is refused;
+* the partial files hold at least what the checkpoint says is valid; bytes past that
+  belong to a chunk that was not finished and are cut off.
+
+Job files are never opened through a symbolic link (``O_NOFOLLOW``): they sit at names
+anyone who can write the output folder can predict.  Files made anew are created with
+``O_EXCL``, the checkpoint is written to a private temporary file (``mkstemp``) and renamed
+over its name, and renames replace a link planted at the target, never what it points to.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from .errors import JobError, OutputWriteError, ResumeMismatchError
+from .readers import InputFile
+
+__all__ = ["JobFiles", "Progress", "CHECKPOINT_FORMAT"]
+
+# 3: the identity of the job (task, model fingerprint, options) and of the input (in_bytes, in_sha256).
+CHECKPOINT_FORMAT = 3
+_MAX_CHECKPOINT_BYTES = 1 << 20
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+class Progress(NamedTuple):
+    """A state the job can be resumed from: the records done and the bytes valid in each file."""
+
+    done: int         # input records done (written to the output or to the errors file)
+    out_bytes: int
+    err_bytes: int
+    in_bytes: int     # input bytes those records span, from the start of the file
+    in_sha256: str    # the sha256 of those bytes
+
+
+class _InputDigest:
+    """A running sha256 of the input's first bytes, read on its own handle as the job advances."""
+
+    def __init__(self, path: Path):
+        self._handle = open(path, "rb")
+        self._sha = hashlib.sha256()
+        self.position = 0
+
+    def advance(self, to: int) -> str | None:
+        """The sha256 of the first ``to`` bytes, or None when the file is shorter."""
+        while self.position < to:
+            block = self._handle.read(min(1 << 20, to - self.position))
+            if not block:
+                return None
+            self._sha.update(block)
+            self.position += len(block)
+        return self._sha.hexdigest()
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+def _sibling(path: Path, suffix: str) -> Path:
+    return path.with_name(path.name + suffix)
+
+
+def _lexists(path: Path) -> bool:
+    return os.path.lexists(path)
+
+
+def _refuse_link(path: Path, exc: OSError) -> None:
+    if exc.errno == errno.ELOOP or path.is_symlink():
+        raise OutputWriteError(
+            f"{path} is a symbolic link; a job does not write through links at its own file names "
+            "(someone else may have planted it): remove it and rerun"
+        ) from None
+
+
+def _open_regular(path: Path, flags: int, mode: int = 0o666) -> int:
+    """``os.open`` that refuses a symbolic link and anything but a regular file."""
+    try:
+        fd = os.open(path, flags | _NOFOLLOW | _CLOEXEC, mode)
+    except OSError as exc:
+        _refuse_link(path, exc)
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OutputWriteError(f"{path} is not a regular file; remove it and rerun")
+    return fd
+
+
+def _create(path: Path):
+    """A new empty file at ``path`` (what was there, a link included, is removed first), read-write."""
+    with contextlib.suppress(FileNotFoundError):
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            os.unlink(path)
+    # O_EXCL: if something is planted between the unlink and here, this fails instead of following it.
+    return os.fdopen(_open_regular(path, os.O_RDWR | os.O_CREAT | os.O_EXCL), "w+b")
+
+
+def _reopen(path: Path):
+    """An existing file at ``path``, read-write, not through a link (created if absent)."""
+    return os.fdopen(_open_regular(path, os.O_RDWR | os.O_CREAT), "r+b")
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data``: a private temporary file (mkstemp: its name cannot be
+    predicted, and it is created exclusively) in the same folder, then ``os.replace``."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def read_checkpoint(path: Path, output: Path) -> dict:
+    """The checkpoint's JSON object, or a :class:`JobError` saying it is damaged."""
+    def damaged(why: str) -> JobError:
+        return JobError(f"cannot resume {output}: its checkpoint {path} is damaged ({why}); "
+                        "run without --resume to start over")
+
+    try:
+        fd = _open_regular(path, os.O_RDONLY)
+    except OutputWriteError:
+        raise
+    except OSError as exc:
+        raise damaged(exc.strerror or str(exc)) from None
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(_MAX_CHECKPOINT_BYTES + 1)
+    if len(data) > _MAX_CHECKPOINT_BYTES:
+        raise damaged(f"over {_MAX_CHECKPOINT_BYTES:,} bytes")
+    try:
+        state = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise damaged(f"not JSON: {exc}") from None
+    if not isinstance(state, dict):
+        raise damaged(f"a JSON {type(state).__name__}, not an object")
+    return state
+
+
+def _load(ckpt: Path, output: Path, identity: dict) -> Progress:
+    """The progress a checkpoint records, if this job made it; else a typed error."""
+    state = read_checkpoint(ckpt, output)
+    version = state.get("format")
+    if type(version) is int and version != CHECKPOINT_FORMAT:
+        raise ResumeMismatchError(
+            f"cannot resume {output}: its checkpoint {ckpt} was written by another version of taskflow "
+            f"(format {version}; this one reads {CHECKPOINT_FORMAT}); finish the job with that version, "
+            "or run without --resume to start over", {"format": (version, CHECKPOINT_FORMAT)})
+    values = [state.get(name) for name in Progress._fields]
+    if not (version == CHECKPOINT_FORMAT and all(type(v) is int and v >= 0 for v in values[:4])
+            and isinstance(values[4], str) and len(values[4]) == 64):
+        raise JobError(f"cannot resume {output}: its checkpoint {ckpt} is damaged (it needs format, "
+                       f"{', '.join(Progress._fields)}: counts and a sha256); run without --resume to start over")
+    changes = identity_changes(state, identity)
+    if changes:
+        raise _mismatch(output, changes)
+    return Progress(*values)
+
+
+def _check_input(digest: _InputDigest, progress: Progress, output: Path, source: str) -> None:
+    """The input's first ``in_bytes`` are the ones the done records were read from."""
+    found = digest.advance(progress.in_bytes)
+    if found is None:
+        raise _mismatch(output, {"input": (f"{progress.done} record(s) done in its first {progress.in_bytes:,} bytes",
+                                           f"{digest.position:,} bytes in all")},
+                        f"{source} is now shorter than the part already done; is it the same file?")
+    if found != progress.in_sha256:
+        raise _mismatch(output, {"input": (f"sha256 {progress.in_sha256[:12]} of its first {progress.in_bytes:,} bytes",
+                                           f"sha256 {found[:12]}")},
+                        f"the {progress.done} record(s) already done are not what {source} now holds "
+                        "(a line already done was changed, or this is another file; a fix to a line after them is fine)")
+
+
+def _shown(key: str, value: Any) -> str:
+    if key == "model" and isinstance(value, dict):
+        return f"{value.get('package')} (fingerprint {str(value.get('fingerprint'))[:12]})"
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def identity_changes(saved: dict, identity: dict) -> dict[str, tuple[Any, Any]]:
+    """``{what: (then, now)}`` for each part of ``identity`` that ``saved`` holds otherwise;
+    a dict of options is compared option by option."""
+    changes: dict[str, tuple[Any, Any]] = {}
+    for key, now in identity.items():
+        then = saved.get(key)
+        if then == now:
+            continue
+        if isinstance(then, dict) and isinstance(now, dict) and key == "options":
+            for name in sorted(set(then) | set(now), key=str):
+                if then.get(name) != now.get(name):
+                    changes[f"option {name}"] = (then.get(name), now.get(name))
+        else:
+            changes[key] = (then, now)
+    return changes
+
+
+def _mismatch(output: Path, changes: dict[str, tuple[Any, Any]], why: str = "") -> ResumeMismatchError:
+    listed = "; ".join(f"{key}: {_shown(key, then)} then, {_shown(key, now)} now" for key, (then, now) in changes.items())
+    return ResumeMismatchError(
+        f"cannot resume {output}: {why or 'its checkpoint was made by another job'} ({listed}). "
+        "Continuing would mix two runs in one output, so nothing was changed: rerun with the settings and "
+        "input that made it, or without --resume to start over", changes)
+
+
+class JobFiles:
+    """The output and error files of a job, with their checkpoint.
+
+    Opening checks a resume and cuts the files back to the checkpoint; :meth:`write` appends a
+    chunk's lines and checkpoints; :meth:`finish` renames the files into place.
+    """
+
+    def __init__(self, output: Path, errors: Path, identity: dict, source: InputFile, resume: bool):
+        self.output, self.errors = output, errors
+        self.out_tmp, self.err_tmp = _sibling(output, ".partial"), _sibling(errors, ".partial")
+        self.ckpt = _sibling(output, ".partial.ckpt")
+        self.identity = {"format": CHECKPOINT_FORMAT, **identity}
+        self.out = self.err = None
+        self._digest = _InputDigest(source.path)
+        try:
+            # A resume is checked in full before any file is touched.
+            progress = self._check_resume(source) if resume and _lexists(self.ckpt) else None
+            try:
+                output.parent.mkdir(parents=True, exist_ok=True)
+                if progress is None:
+                    # First the checkpoint: a job stopped from here on resumes from the start, whatever
+                    # an older job left in the partial files.
+                    self._save(Progress(0, 0, 0, source.offset, self._digest.advance(source.offset)))
+                    self.out, self.err = _create(self.out_tmp), _create(self.err_tmp)
+                else:
+                    self.out, self.err = _reopen(self.out_tmp), _reopen(self.err_tmp)
+                    for handle, valid in ((self.out, progress.out_bytes), (self.err, progress.err_bytes)):
+                        handle.truncate(valid)  # bytes past the checkpoint belong to a chunk that was not finished
+                        handle.seek(valid)
+                    self.progress = progress
+            except OutputWriteError:
+                raise
+            except OSError as exc:
+                raise OutputWriteError(f"cannot write the output {output}: {exc.strerror or exc} ({exc.filename}); "
+                                       "choose a writable --output") from exc
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------ resuming
+    def _check_resume(self, source: InputFile) -> Progress:
+        progress = _load(self.ckpt, self.output, self.identity)
+        _check_input(self._digest, progress, self.output, source.source)
+        for path, size in ((self.out_tmp, progress.out_bytes), (self.err_tmp, progress.err_bytes)):
+            try:
+                info = os.lstat(path)
+            except FileNotFoundError:
+                info = None
+            if info is not None and stat.S_ISLNK(info.st_mode):
+                _refuse_link(path, OSError(errno.ELOOP, "a symbolic link"))
+            if size and (info is None or info.st_size < size):
+                have = "is missing" if info is None else f"has {info.st_size:,}"
+                raise JobError(f"cannot resume {self.output}: {path} is shorter than its checkpoint says "
+                               f"({size:,} bytes; it {have}); run without --resume to start over")
+        if source.skip(progress.done) != progress.done or source.offset != progress.in_bytes:
+            # The bytes are the ones hashed, so only a line that grew past them gets here: the last record
+            # done was read while its line was still being written.
+            raise JobError(f"cannot resume {self.output}: the {progress.done} record(s) done end at byte "
+                           f"{progress.in_bytes:,} of {source.source}, but its line {source.lines} now runs on past "
+                           "it (was it still being written?); run without --resume to start over")
+        return progress
+
+    @classmethod
+    def finish_stopped(cls, output: Path, errors: Path, identity: dict, source: InputFile) -> None:
+        """A job stopped while moving its files into place (its checkpoint is left, its ``.partial`` gone):
+        finish it, if it was this job."""
+        ckpt = _sibling(output, ".partial.ckpt")
+        if not _lexists(ckpt) or _lexists(_sibling(output, ".partial")):
+            return
+        progress = _load(ckpt, output, {"format": CHECKPOINT_FORMAT, **identity})
+        digest = _InputDigest(source.path)
+        try:
+            _check_input(digest, progress, output, source.source)
+        finally:
+            digest.close()
+        cls.complete(output, errors)
+
+    # ------------------------------------------------------------ writing
+    @property
+    def done(self) -> int:
+        return self.progress.done
+
+    def state(self) -> Progress:
+        return self.progress
+
+    def write(self, out_lines: list[bytes], err_lines: list[bytes], done: int, in_bytes: int) -> None:
+        """Append encoded lines, make them durable, then checkpoint ``done`` records up to input byte ``in_bytes``."""
+        try:
+            self.out.writelines(out_lines)
+            self.err.writelines(err_lines)
+            for handle in (self.out, self.err):
+                handle.flush()
+                os.fsync(handle.fileno())
+            digest = self._digest.advance(in_bytes)
+            if digest is None:
+                raise JobError(f"internal check failed: the input ended before byte {in_bytes:,} that a record "
+                               "was read from; please report this")
+            self._save(Progress(done, self.out.tell(), self.err.tell(), in_bytes, digest))
+        except OSError as exc:
+            raise OutputWriteError(
+                f"cannot write {exc.filename or self.out_tmp}: {exc.strerror or exc}; the job stopped after "
+                f"{self.done} record(s), which are saved. Free space (or fix the permissions) and rerun with "
+                "--resume (resume=True)"
+            ) from exc
+
+    def _save(self, progress: Progress) -> None:
+        _atomic_write(self.ckpt, json.dumps({**self.identity, **progress._asdict()}, ensure_ascii=False).encode("utf-8"))
+        self.progress = progress
+
+    def rewind(self, progress: Progress) -> None:
+        """Make an earlier checkpoint the current one (what was written after it is dropped on resume)."""
+        self._save(progress)
+
+    def finish(self) -> bool:
+        """Move the files into place; True when an errors file was written."""
+        self.out.close()
+        self.err.close()
+        return self.complete(self.output, self.errors)
+
+    @staticmethod
+    def complete(output: Path, errors: Path) -> bool:
+        """Rename the finished files into place, the checkpoint last (so a job stopped in here is
+        finished by ``resume=True``); True when an errors file was written."""
+        out_tmp, err_tmp = _sibling(output, ".partial"), _sibling(errors, ".partial")
+        try:
+            if _lexists(out_tmp):
+                os.replace(out_tmp, output)
+            if not _lexists(err_tmp):
+                has_errors = _lexists(errors)  # moved into place by the run that was stopped in here
+            elif os.lstat(err_tmp).st_size:
+                has_errors = True
+                os.replace(err_tmp, errors)
+            else:
+                has_errors = False
+                os.unlink(err_tmp)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(errors)  # an older run's errors do not describe this output
+            JobFiles._drop_checkpoint(_sibling(output, ".partial.ckpt"))
+        except OSError as exc:
+            raise OutputWriteError(f"cannot move the finished output {output} into place: {exc}") from exc
+        return has_errors
+
+    @staticmethod
+    def _drop_checkpoint(path: Path) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+    def close(self) -> None:
+        for handle in (self.out, self.err):
+            if handle is not None:
+                with contextlib.suppress(OSError):  # a full disk fails the flush too; the checkpoint is what counts
+                    handle.close()
+        self._digest.close()
