@@ -111,7 +111,8 @@ def _cmd_run(argv: list[str]) -> int:
     parser.add_argument("--worker-timeout", type=float, default=600.0,
                         help="seconds a worker process may take to answer one chunk before it counts as hung and "
                              "is killed (default 600); also to start (at least 60) and to exit when asked (at most 10)")
-    parser.add_argument("--backend", choices=("local", "ray"), default="local")
+    parser.add_argument("--backend", choices=("local", "ray"), default="local",
+                        help="local (default): processes on this machine; ray: Ray Data, with --input and --output")
     parser.add_argument("--address", help="Ray cluster address for --backend ray (default: start a local Ray)")
     parser.add_argument("--ray-batch-size", type=int, default=256,
                         help="rows Ray hands each actor per call with --backend ray (--batch-size is the model's)")

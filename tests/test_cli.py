@@ -169,3 +169,213 @@ def test_download_of_a_task_without_a_bundled_model_says_how_to_train_one(capsys
     assert main(["download", "text_classification"]) == 2
     err = capsys.readouterr().err
     assert "has no bundled model" in err and "taskflow train text_classification --train" in err
+
+
+# ------------------------------------------------------------------ what a new user meets (issue 26)
+
+def _flag_help(help_text: str) -> dict[str, str]:
+    """``{flag: its help on one line}`` from ``--help`` output (argparse wraps it, and puts a long flag's
+    help on the lines below)."""
+    flags: dict[str, str] = {}
+    current = None
+    for line in help_text.splitlines():
+        if line.startswith("  -"):
+            current = line.split()[0].rstrip(",")
+            flags[current] = " ".join(line.split()[1:])
+        elif current and line.startswith("    "):
+            flags[current] += " " + line.strip()
+        else:
+            current = None
+    return flags
+
+
+def _stdin(monkeypatch, text: str):
+    """Standard input as a pipe holding ``text`` (in-process: a stream with no descriptor)."""
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(text.encode("utf-8")))))
+
+
+def test_train_help_is_usage_on_stdout_and_exit_0(capsys):
+    for flag in ("--help", "-h"):
+        assert main(["train", flag]) == 0
+        out, err = capsys.readouterr()
+        assert out.startswith("usage: taskflow train TASK") and "text_classification" in out and err == ""
+    with pytest.raises(SystemExit) as info:
+        main(["train", "sentiment_analysis", "--help"])
+    assert info.value.code == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("usage: taskflow train sentiment_analysis") and err == ""
+    assert main(["train"]) == 2                          # nothing asked: the usage, as an error
+    assert capsys.readouterr().err.startswith("usage: taskflow train TASK")
+
+
+def test_a_pipe_with_no_texts_is_read_a_text_a_line(tiny_models, monkeypatch, capsys):
+    _stdin(monkeypatch, "很好\n很差\n")
+    assert main(["senta", "--task-path", str(tiny_models["sentiment_analysis"])]) == 0
+    assert [(r["line"], r["text"]) for r in _lines(capsys.readouterr().out)] == [(1, "很好"), (2, "很差")]
+    _stdin(monkeypatch, "怎么修改微信密码\t微信密码怎么改\n明天\t后天")     # a pair task: a tab between the two
+    assert main(["text_similarity", "--task-path", str(tiny_models["text_similarity"])]) == 0
+    assert [(r["text1"], r["text2"]) for r in _lines(capsys.readouterr().out)] == [
+        ("怎么修改微信密码", "微信密码怎么改"), ("明天", "后天")]
+
+
+def test_input_dash_reads_stdin_to_stdout_or_to_output(tiny_sentiment, tmp_path, monkeypatch, capsys):
+    _stdin(monkeypatch, "很好\n很差\n")
+    assert main(["senta", "--input", "-", "--task-path", str(tiny_sentiment)]) == 0
+    assert [r["text"] for r in _lines(capsys.readouterr().out)] == ["很好", "很差"]
+    _stdin(monkeypatch, "很好\n很差\n")
+    target = tmp_path / "out.jsonl"
+    assert main(["senta", "--input", "-", "--output", str(target), "--task-path", str(tiny_sentiment)]) == 0
+    assert [r["text"] for r in _lines(target.read_text(encoding="utf-8"))] == ["很好", "很差"]
+    assert capsys.readouterr().out == "" and [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]
+    _stdin(monkeypatch, "很好\n\n很差\n")             # a bad line stops it, and no half file is left
+    assert main(["senta", "--input", "-", "--output", str(target), "--task-path", str(tiny_sentiment)]) == 2
+    assert "<stdin>:2: empty line" in capsys.readouterr().err
+    assert [r["text"] for r in _lines(target.read_text(encoding="utf-8"))] == ["很好", "很差"]   # the old one stays
+    assert [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]
+    with pytest.raises(SystemExit):                     # a checkpointed job needs a file it can read again
+        main(["senta", "--input", "-", "--output", str(target), "--resume", "--task-path", str(tiny_sentiment)])
+    assert "--resume need --input FILE" in capsys.readouterr().err
+
+
+def test_a_terminal_is_not_read_as_input(tiny_sentiment, monkeypatch, capsys):
+    class Terminal:
+        def readable(self):
+            return True
+
+        def isatty(self):
+            return True
+
+        def read(self, *args):
+            raise AssertionError("a terminal must not be read")
+
+        readline = read
+
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    with pytest.raises(SystemExit):
+        main(["senta", "--task-path", str(tiny_sentiment)])
+    assert "give either texts or --input FILE (or pipe texts in" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_piped_lines_are_answered_as_they_come(tiny_sentiment, tmp_path):
+    """`producer | taskflow senta`: each line's result comes out before the next line is written."""
+    import subprocess
+
+    env = {**os.environ, "PPNLP_HOME": str(tmp_path / "home")}
+    with subprocess.Popen([sys.executable, "-m", "taskflow.cli", "senta", "--task-path", str(tiny_sentiment)],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          encoding="utf-8", env=env) as run:
+        for text in ("很好", "很差", "一般"):
+            run.stdin.write(text + "\n")
+            run.stdin.flush()
+            line = run.stdout.readline()
+            assert line, run.stderr.read()
+            assert json.loads(line)["text"] == text    # would block forever if batched
+        run.stdin.close()
+        assert run.wait(timeout=60) == 0 and run.stdout.read() == "" and run.stderr.read() == ""
+
+
+def test_short_model_names_on_the_command_line(capsys):
+    """ner lists lexical_analysis/bigru_crf: --model bigru_crf names it (here through `download`, which
+    resolves the model as a run does and puts it into the test's cache)."""
+    assert main(["download", "ner", "--model", "bigru_crf"]) == 0
+    assert "lexical_analysis/bigru_crf" in capsys.readouterr().out
+    assert main(["ner", "李明", "--model", "nope"]) == 2
+    assert "available: lexical_analysis/bigru_crf, knowledge_mining/termtree" in capsys.readouterr().err
+    assert main(["sentiment_analysis", "很好", "--model", "/any/dir/evil"]) == 2
+    assert "is a path" in capsys.readouterr().err
+
+
+def test_an_option_of_the_accurate_mode_says_so(tiny_models, tmp_path, capsys):
+    tree = tmp_path / "tree.tsv"
+    tree.write_text("", encoding="utf-8")
+    assert main(["ner", "李明在北京", "--term-tree", str(tree), "--task-path", str(tiny_models["ner"])]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("taskflow: error: term_tree is an option of ner's mode 'accurate'") and "--mode accurate" in err
+    with pytest.raises(SystemExit):
+        main(["ner", "--help"])
+    flags = _flag_help(capsys.readouterr().out)
+    assert flags["--term-tree"].endswith("[--mode accurate only]") and "only" not in flags["--user-dict"]
+
+
+def test_quiet_training_unless_verbose(tmp_path):
+    """`taskflow train` as quiet as inference: no "No ccache found" UserWarning from Paddle's import."""
+    import subprocess
+
+    rows = "".join(f"{'好棒赞美香'[i % 5] * 2}{'的了'[i % 2]},5\n" if i % 2 else f"{'差烂坏慢贵'[i % 5] * 2}的,1\n"
+                   for i in range(40))
+    (tmp_path / "train.csv").write_text("text,label\n" + rows, encoding="utf-8")
+    command = [sys.executable, "-m", "taskflow.cli", "train", "text_classification", "--train",
+               str(tmp_path / "train.csv"), "--out", str(tmp_path / "model"), "--epochs", "1", "--embed-dim", "8",
+               "--bigram-buckets", "64", "--ngram-dim", "4", "--conv-channels", "8", "--max-kernel", "2", "--quiet"]
+    env = {k: v for k, v in os.environ.items() if k != "TASKFLOW_VERBOSE"}
+    run = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "ccache" not in run.stderr and "Warning" not in run.stderr, run.stderr
+    assert (tmp_path / "model" / "manifest.json").is_file()
+
+
+def test_an_empty_input_says_0_records(tiny_sentiment, tmp_path, capsys, monkeypatch):
+    senta = ["--task-path", str(tiny_sentiment)]
+    empty, header = tmp_path / "empty.txt", tmp_path / "header.csv"
+    empty.write_text("", encoding="utf-8")
+    header.write_text("id,text\n", encoding="utf-8")
+    assert main(["senta", "--input", str(empty), *senta]) == 0
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"taskflow: 0 records in {empty}\n"
+    target = tmp_path / "out.jsonl"
+    assert main(["senta", "--input", str(header), "--output", str(target), "--quiet", *senta]) == 0
+    assert capsys.readouterr().err == f"taskflow: 0 records in {header}; wrote an empty {target}\n"
+    assert target.read_text(encoding="utf-8") == ""
+    _stdin(monkeypatch, "")
+    assert main(["senta", *senta]) == 0
+    assert capsys.readouterr().err == "taskflow: 0 records in <stdin>\n"
+
+
+def test_help_texts_say_what_each_flag_takes(monkeypatch, capsys):
+    monkeypatch.setenv("COLUMNS", "200")       # fewer wrapped words
+    with pytest.raises(SystemExit):
+        main(["ner", "--help"])
+    flags = _flag_help(capsys.readouterr().out)
+    assert "one entry a line" in flags["--user-dict"] and "see " not in flags["--user-dict"]
+    assert all(choice in flags["--user-dict-format"] for choice in ("auto", "lac", "jieba"))
+    assert "gpu:N" in flags["--device"] and "per forward pass" in flags["--batch-size"]
+    with pytest.raises(SystemExit):
+        main(["reading_comprehension", "--help"])
+    flags = _flag_help(capsys.readouterr().out)
+    assert "no answer" in flags["--handle-impossible-answer"] and "docstring" not in flags["--handle-impossible-answer"]
+    bare = [flag for flag, text in flags.items()
+            if not text.split()[1 if text.split() and (text.split()[0].isupper() or text[0] == "{") else 0:]]
+    assert bare == [], f"flags without help: {bare}"
+
+
+def test_argparse_errors_are_one_taskflow_error_line(capsys):
+    """Like every other error (README: one `taskflow: error:` line), not argparse's `prog: error:`."""
+    errors = {}
+    for argv in (["sentiment_analysis", "很好", "--batch-size", "many"], ["list", "--nope"], ["pack", "only_one"],
+                 ["train", "text_classification", "--train", "x.csv"]):
+        with pytest.raises(SystemExit) as info:
+            main(argv)
+        assert info.value.code == 2
+        errors[argv[0]] = capsys.readouterr().err
+    for err in errors.values():
+        assert err.startswith("taskflow: error: ") and err.count("\n") == 1, err
+    assert "(see `taskflow sentiment_analysis --help`)" in errors["sentiment_analysis"]
+    assert "(see `taskflow train text_classification --help`)" in errors["train"]
+
+
+def test_a_narrow_window_scales_its_stride(tiny_models, capsys):
+    qa = ["--task-path", str(tiny_models["reading_comprehension"])]
+    assert main(["reading_comprehension", "杭州市是浙江省的省会", "省会是哪里", "--max-seq-len", "8", *qa]) == 0
+    assert json.loads(capsys.readouterr().out)["answer"]
+    assert main(["reading_comprehension", "杭州市是浙江省的省会", "省会是哪里", "--max-seq-len", "8",
+                 "--doc-stride", "8", *qa]) == 2
+    assert "--doc-stride" in capsys.readouterr().err
+    from taskflow import Taskflow
+
+    default = Taskflow("reading_comprehension", task_path=tiny_models["reading_comprehension"]).task
+    narrow = Taskflow("reading_comprehension", task_path=tiny_models["reading_comprehension"], max_seq_len=8).task
+    assert default.doc_stride == default.manifest.get("doc_stride", 128)     # the model's own windows: unchanged
+    assert 0 <= narrow.doc_stride < 8 and narrow.doc_stride == default.doc_stride * 8 // default.max_seq_len

@@ -40,3 +40,8 @@ def test_html_spans_escape_and_highlight():
 def test_html_table_escapes_headers_and_cells():
     page = html_table([{"<k>": "<v>"}])
     assert "<k>" not in page and "<v>" not in page and "&lt;k&gt;" in page
+
+
+def test_no_results_show_as_no_results(senta):
+    for empty in (Results([]), senta([])):
+        assert empty == [] and "no results" in empty._repr_html_()

@@ -65,3 +65,22 @@ def test_a_first_run_prints_results_and_nothing_else(tiny_models, tmp_path):
     assert run.stdout == "True\n"
     assert run.stderr == ""
     assert list(tmp_path.glob("taskflow/lexical_analysis/*/*/static/*-*"))   # it did export
+
+
+def test_an_option_of_another_mode_names_that_mode(tiny_models):
+    with pytest.raises(OptionError) as info:
+        Taskflow("ner", task_path=tiny_models["ner"], term_tree="terms.tsv")
+    message = str(info.value)
+    assert info.value.option == "term_tree"
+    assert "term_tree is an option of ner's mode 'accurate' (this pipeline runs mode 'fast')" in message
+    assert "pass mode='accurate'" in message and "unknown option" not in message
+    with pytest.raises(OptionError, match="Did you mean 'entity_only'"):      # a typo is still a typo
+        Taskflow("ner", task_path=tiny_models["ner"], entity_onyl=True)
+
+
+def test_entity_labels_offers_the_entity_labels_not_every_tag(tiny_models):
+    with pytest.raises(OptionError) as info:
+        Taskflow("ner", task_path=tiny_models["ner"], entity_labels=["PERSON", "LOC"])
+    message = str(info.value)
+    assert "Did you mean 'PER' for 'PERSON'?" in message and "Entity labels: PER, LOC, ORG, TIME" in message
+    assert ", vn," not in message and "'vd'" not in message        # the POS tags are not the choices

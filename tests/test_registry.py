@@ -91,3 +91,60 @@ def test_import_is_light():
 
 def test_public_api_is_small():
     assert sorted(taskflow.__all__) == sorted(["Taskflow", "Task", "TextTask", "register_task", "errors", "__version__"])
+
+
+# ------------------------------------------------------------------ model names (issues 26 and 27)
+
+def test_a_short_model_name_names_the_one_listed_model_it_ends():
+    ner = get_task_class("ner")
+    assert Taskflow.locate(ner, "bigru_crf") == ("lexical_analysis", "bigru_crf")
+    assert Taskflow.locate(ner, "termtree") == ("knowledge_mining", "termtree")
+    assert Taskflow.locate(ner, "bigru_crf", "fast") == ("lexical_analysis", "bigru_crf")
+    assert Taskflow.locate(ner, "lexical_analysis/bigru_crf") == ("lexical_analysis", "bigru_crf")
+    with pytest.raises(UnknownModelError, match="mode 'fast' runs model 'lexical_analysis/bigru_crf'"):
+        Taskflow.locate(ner, "termtree", "fast")
+    flow = Taskflow("ner", model="bigru_crf")
+    assert (flow.model.task, flow.model.name) == ("lexical_analysis", "bigru_crf")
+
+
+def test_an_ambiguous_short_name_lists_the_real_names(tmp_path, monkeypatch):
+    from taskflow import packages
+
+    for task in ("lexical_analysis", "knowledge_mining"):
+        (tmp_path / task / "twin").mkdir(parents=True)
+        (tmp_path / task / "twin" / "manifest.json").write_text("{}")
+    monkeypatch.setattr(packages, "_bundled_root", lambda: tmp_path)
+    ner = get_task_class("ner")
+    monkeypatch.setattr(ner, "modes", {"fast": "lexical_analysis/twin", "accurate": "knowledge_mining/twin"})
+    with pytest.raises(UnknownModelError, match="'twin' of task 'ner' is ambiguous: it may be "
+                                                "lexical_analysis/twin, knowledge_mining/twin; pass the full name"):
+        Taskflow.locate(ner, "twin")
+
+
+def test_only_listed_models_load(tiny_sentiment):
+    """A shipped package of another task is no model of this one, whatever its folder."""
+    with pytest.raises(UnknownModelError, match="has no model 'lexical_analysis/bigru_crf'; available: char_cnn"):
+        Taskflow("sentiment_analysis", model="lexical_analysis/bigru_crf")
+
+
+@pytest.mark.parametrize("form", ["absolute", "relative", "dotted", "home"])
+def test_a_model_name_that_is_a_path_is_refused(tiny_sentiment, tmp_path, monkeypatch, form):
+    """Issue 27: model="/any/dir/evil" loaded the package in that folder as if it had shipped with
+    taskflow (and wrote its export beside it).  A package of one's own is task_path=."""
+    import json
+    import shutil
+
+    from taskflow.errors import ModelNotFoundError, OptionError
+
+    evil = shutil.copytree(tiny_sentiment, tmp_path / "dir" / "evil")
+    manifest = json.loads((evil / "manifest.json").read_text())
+    manifest.update(task=str(tmp_path / "dir"), name="evil")   # what the old look-up asked of it
+    (evil / "manifest.json").write_text(json.dumps(manifest))
+    before = sorted(p.name for p in evil.iterdir())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    name = {"absolute": str(evil), "relative": "dir/evil", "dotted": "./dir/evil", "home": "~/dir/evil"}[form]
+    with pytest.raises((OptionError, ModelNotFoundError)) as info:
+        Taskflow("sentiment_analysis", model=name)(["很好"])
+    assert "task_path=" in str(info.value) and "char_cnn" in str(info.value)
+    assert sorted(p.name for p in evil.iterdir()) == before, "nothing may be written beside it"
