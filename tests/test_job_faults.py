@@ -1,8 +1,9 @@
 """Process faults of batch jobs, on real worker processes with real signals.
 
 Workers killed (SIGKILL), terminated (SIGTERM), stopped (a hang) or stuck at exit;
-the parent killed or terminated; a full disk; a read-only output directory; a
-script that starts a job without a ``__main__`` guard.  Each job runs in its own
+a worker whose model raises, or that cannot build its pipeline; the parent killed
+or terminated; a full disk; a read-only output directory; a script that starts a
+job without a ``__main__`` guard.  Each job runs in its own
 session under a timeout: it either finishes with every record written (exit 0,
 or 3 when a worker had to be replaced or killed), or stops with one clear error
 and a state that ``--resume`` finishes byte for byte.  No worker outlives its job,
@@ -14,6 +15,7 @@ them run here under the ``slow`` marker.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import shlex
 import signal
@@ -24,8 +26,11 @@ from pathlib import Path
 
 import pytest
 
-from job_faults import Job, can_unshare_mounts, leftovers, lines_in, wait_for, write_runner
+from job_faults import FaultySpec, Job, can_unshare_mounts, leftovers, lines_in, wait_for, write_runner
+from taskflow import Taskflow
 from taskflow.cli import main
+from taskflow.errors import WorkerError
+from taskflow.jobs import run_file
 
 # Every test here runs jobs in subprocesses with worker processes: a few seconds each.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180),
@@ -193,6 +198,35 @@ def test_a_read_only_output_directory_is_one_clear_error(setup, tmp_path, mode):
     assert run.returncode == 2, run.stderr[-3000:]
     assert run.stderr.startswith(f"taskflow: error: cannot write the output {out_dir / 'out.jsonl'}: {reason}")
     assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+
+
+def test_a_worker_that_raises_stops_the_job_naming_the_lines_and_resume_finishes_it(setup, tiny_sentiment, tmp_path):
+    flow = Taskflow("sentiment_analysis", task_path=tiny_sentiment, batch_size=16, num_threads=1)
+    target = tmp_path / "out.jsonl"
+    spec = FaultySpec(flow.spec, "raise", marker=TEXTS[1000])  # line 1001, in the chunk of lines 897-1024
+    with pytest.raises(WorkerError) as info:
+        run_file(flow.task, setup["root"] / "in.txt", target, workers=2, worker_spec=spec, progress=False)
+    message = str(info.value)
+    assert message.startswith("a worker process failed on the records at lines 897-1024 of "), message
+    assert "RuntimeError: planted fault: the model crashes on" in message and "rerun with --resume" in message
+    assert not multiprocessing.active_children(), "a worker process outlived its job"
+    done = lines_in(tmp_path / "out.jsonl.partial")
+    assert done <= 896 and done % 128 == 0, "only whole chunks before the failing one are kept"
+    _resume_and_compare(setup, target)
+
+
+def test_a_worker_that_cannot_build_its_pipeline_stops_the_job_with_the_cause(setup, tiny_sentiment, tmp_path):
+    flow = Taskflow("sentiment_analysis", task_path=tiny_sentiment, batch_size=16, num_threads=1)
+    target = tmp_path / "out.jsonl"
+    with pytest.raises(WorkerError) as info:
+        run_file(flow.task, setup["root"] / "in.txt", target, workers=2, worker_spec=FaultySpec(flow.spec, "build"),
+                 progress=False)
+    message = str(info.value)
+    assert message.startswith("a worker process could not build the pipeline:\n"), message
+    assert message.rstrip().endswith("RuntimeError: planted fault: this worker cannot build the pipeline"), message
+    assert not multiprocessing.active_children(), "a worker process outlived its job"
+    assert lines_in(tmp_path / "out.jsonl.partial") == 0 and not target.exists()
+    _resume_and_compare(setup, target)
 
 
 UNGUARDED = '''
