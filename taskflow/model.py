@@ -25,14 +25,12 @@ import importlib
 import inspect
 import json
 import os
-import tempfile
 import threading
-import warnings
 from pathlib import Path
 from typing import Callable, Mapping, Sequence, TypeVar
 
 from .errors import ManifestError
-from .packages import MANIFEST, Manifest, ModelPackage, cache_dir, resolve
+from .packages import MANIFEST, Manifest, ModelPackage, cache_dir, home_dir, inside, resolve
 from .predictor import InputSpec, Predictor, PredictorOptions, check_device, load_weights
 from .text import Normalizer
 
@@ -84,12 +82,8 @@ def network_class(type_name: str) -> type:
 # ------------------------------------------------------------------ models
 
 class Model:
-    """A resolved model package with its network, predictor and required models.
-
-    ``default_type`` names the network for packages whose ``architecture`` has no
-    ``type`` (packages written before manifests named it); ``default_normalization``
-    likewise for the ``normalization`` field.
-    """
+    """A resolved model package with its network, predictor and required models; the manifest
+    alone says which network (``architecture.type``) and which normalisation (``normalization``)."""
 
     def __init__(
         self,
@@ -98,16 +92,12 @@ class Model:
         options: PredictorOptions | None = None,
         home: str | os.PathLike | None = None,
         requires: Mapping[str, "Model"] | None = None,
-        default_type: str | None = None,
-        default_normalization: Sequence[str] | None = None,
     ):
         self.package = package
         self.manifest: Manifest = package.manifest
         self.options = options or PredictorOptions()
         self.home = home
         self.requires = dict(requires or {})
-        self._default_type = default_type
-        self._default_normalization = default_normalization
         self._predictors: dict[tuple[InputSpec, ...], Predictor] = {}
         self._vocabs: dict[Callable, object] = {}
         self._lock = threading.Lock()
@@ -124,8 +114,6 @@ class Model:
         offline: bool | None = None,
         options: PredictorOptions | None = None,
         progress: bool | None = None,
-        default_type: str | None = None,
-        default_normalization: Sequence[str] | None = None,
     ) -> "Model":
         """Resolve ``task``/``name`` (or ``task_path``) and, recursively, the packages it ``requires``,
         all with the same home, offline setting and predictor options."""
@@ -135,16 +123,15 @@ class Model:
         requires = {}
         for role, ref in dict(package.manifest.get("requires", {})).items():
             ref = str(ref)
-            if ref.startswith("."):   # a package shipped inside this one
-                path = (package.directory / ref).resolve()
+            if ref.startswith("."):   # a package shipped inside this one, and nowhere else
+                path = inside(package.directory, package.directory / ref, f"required package {role!r}").resolve()
                 requires[role] = cls.load(Manifest.load(path / MANIFEST).task, None, task_path=path,
                                           home=home, offline=offline, options=options, progress=progress)
             else:
                 required_task, _, required_name = ref.rpartition("/")
                 requires[role] = cls.load(required_task, required_name, home=home, offline=offline,
                                           options=options, progress=progress)
-        return cls(package, options=options, home=home, requires=requires, default_type=default_type,
-                   default_normalization=default_normalization)
+        return cls(package, options=options, home=home, requires=requires)
 
     # ------------------------------------------------------------ package
     task = property(lambda self: self.manifest.task)
@@ -183,8 +170,7 @@ class Model:
     @property
     def normalizer(self) -> Normalizer:
         """The text normalisation the model was trained with (manifest ``normalization``)."""
-        # "input_normalization": the field's name in packages written before it had named steps.
-        spec = self.manifest.get("normalization", self.manifest.get("input_normalization", self._default_normalization))
+        spec = self.manifest.get("normalization")
         if spec is None:
             raise ManifestError(f"model {self.name!r} does not say its 'normalization' (e.g. [\"width\", \"lower\"])")
         try:
@@ -229,7 +215,6 @@ class Model:
     def network_type(self) -> str:
         architecture = self.manifest.get("architecture")
         kind = architecture.get("type") if isinstance(architecture, Mapping) else None
-        kind = kind or self._default_type
         if not kind:
             raise ManifestError(f"model {self.name!r} has no network: its manifest's architecture names no 'type'")
         return kind
@@ -246,9 +231,11 @@ class Model:
         return network
 
     def weights_key(self) -> str:
-        """Identifies the weights and the network's source, so a change to either gets a fresh
-        static export: an upgraded taskflow must not keep running a program the old code exported."""
-        digest = hashlib.sha256(self.manifest.fingerprint().encode())
+        """Identifies the whole manifest (the files' sha256s, the architecture's arguments, every
+        field) and the network's source, so a change to any of them gets a fresh static export: an
+        upgraded taskflow must not keep running a program the old code exported, nor one package
+        run a program exported from another that shares its name and weights."""
+        digest = hashlib.sha256(self.manifest.digest().encode())
         digest.update(self.network_type.encode())
         source = inspect.getsourcefile(self.network_class())
         if source:
@@ -273,26 +260,15 @@ class Model:
             return predictor
 
     def export_dir(self) -> Path:
-        """Where the static export goes: beside the cached package, or, when the cache home cannot be
-        written (read-only, or a file in the way), a temporary folder — with a warning, since
-        each process then exports again."""
-        wanted = cache_dir(self.task, self.name, self.version, self.home) / "static"
-        try:
-            wanted.mkdir(parents=True, exist_ok=True)
-            probe = wanted / f".probe-{os.getpid()}"
-            probe.touch()
-            probe.unlink()
-            return wanted
-        except OSError as exc:
-            fallback = Path(tempfile.gettempdir()) / f"taskflow-static-{os.getuid() if hasattr(os, 'getuid') else 0}" \
-                / self.task / self.name / self.version
-            fallback.mkdir(parents=True, exist_ok=True)
-            warnings.warn(
-                f"cannot write the static-graph export under {wanted} ({exc.strerror or exc}); "
-                f"using {fallback} instead. Set PPNLP_HOME (or home=) to a writable directory to keep it.",
-                RuntimeWarning, stacklevel=3,
-            )
-            return fallback
+        """Where the static export goes: beside the cached package for a model taskflow pins, and for
+        a ``task_path`` package in the cache's own ``.exports`` folder, never in one named by that
+        package's manifest (a foreign package must not place a program where a pinned model would
+        find it).  Exports in either are named by :meth:`weights_key` and checked before reuse; when
+        the folder cannot be written and holds no valid export, the predictor exports to a private
+        temporary folder instead (see :class:`taskflow.predictor.Predictor`)."""
+        if self.source == "task_path":
+            return home_dir(self.home) / "taskflow" / ".exports"
+        return cache_dir(self.task, self.name, self.version, self.home) / "static"
 
     def __repr__(self) -> str:
         return f"Model({self.task}/{self.name} {self.version}, source={self.source!r})"

@@ -91,8 +91,7 @@ class Taskflow:
         options = PredictorOptions(
             device=device, precision=precision, num_threads=num_threads, static=static, tensorrt=tensorrt
         )
-        loaded = Model.load(package_task, model_name, task_path=task_path, home=home, offline=offline, options=options,
-                            default_type=cls.network_type, default_normalization=cls.default_normalization)
+        loaded = Model.load(package_task, model_name, task_path=task_path, home=home, offline=offline, options=options)
         self.task = cls(loaded, batch_size=batch_size, **task_options)
 
     @staticmethod

@@ -10,8 +10,11 @@ global state except inside context managers that restore it.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
+import stat
+import tempfile
 import threading
 import uuid
 import warnings
@@ -23,6 +26,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from .errors import DeviceError, ExportError, OptionError, PaddleNotInstalledError
+from .packages import sha256_file
 
 __all__ = ["Device", "Precision", "InputSpec", "PredictorOptions", "Predictor", "import_paddle"]
 
@@ -254,6 +258,86 @@ class _NativeStderr:
         return False
 
 
+# ------------------------------------------------------- export folders, stamps
+# An export folder holds what paddle.jit.save wrote and a stamp: the full key the folder is named
+# by (its name shows 16 hex digits of it) and each file's sha256.  An export is used only when its
+# stamp names the key asked for and every file still matches, so a folder written by another
+# package, a half-copied cache or a planted file is exported again, not run.
+_STAMP = "export.json"
+# Stamps checked by this process: {(folder, key, files' (name, size, mtime, inode))}.
+_CHECKED_EXPORTS: set[tuple] = set()
+
+
+def _write_stamp(folder: Path, key: str) -> None:
+    files = {p.name: sha256_file(p) for p in sorted(folder.iterdir()) if p.is_file()}
+    (folder / _STAMP).write_text(json.dumps({"key": key, "files": files}, indent=1), encoding="utf-8")
+
+
+def _valid_export(folder: Path, key: str, fmt: str) -> tuple[Path, Path] | None:
+    """``(program, params)`` of the export in ``folder`` if its stamp checks out, else None."""
+    model_file, params_file = folder / f"inference.{fmt}", folder / "inference.pdiparams"
+    try:
+        stamp = json.loads((folder / _STAMP).read_text(encoding="utf-8"))
+        files = stamp["files"]
+        if stamp["key"] != key or not {model_file.name, params_file.name} <= set(files):
+            return None
+        seen = tuple((name, *_identity(folder / name)) for name in sorted(files))
+        if (str(folder), key, seen) not in _CHECKED_EXPORTS:
+            if any(sha256_file(folder / name) != sha for name, sha in files.items()):
+                return None
+            _CHECKED_EXPORTS.add((str(folder), key, seen))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return model_file, params_file
+
+
+def _identity(path: Path) -> tuple[int, int, int]:
+    info = os.stat(path, follow_symlinks=False)
+    return info.st_size, info.st_mtime_ns, info.st_ino
+
+
+def _export_lock(folder: Path, name: str):
+    from filelock import FileLock
+
+    return FileLock(str(folder / f".{name}.lock"))
+
+
+_PRIVATE_ROOTS: list[Path] = []
+
+
+def _private_export_root() -> Path:
+    """A folder only this user can write, for exports when the cache cannot take them.
+
+    ``<tmp>/taskflow-static-<uid>`` is kept across processes (so each does not export again), but
+    only if it is a real folder (not a symlink) owned by this user with no access for others;
+    anyone can create that name first in a shared /tmp.  Otherwise, and where there are no user
+    ids, a fresh ``mkdtemp`` folder, removed when the process ends."""
+    import atexit
+
+    if _PRIVATE_ROOTS:
+        return _PRIVATE_ROOTS[0]
+    if hasattr(os, "getuid"):
+        shared = Path(tempfile.gettempdir()) / f"taskflow-static-{os.getuid()}"
+        try:
+            os.mkdir(shared, 0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            shared = None
+        if shared is not None:
+            info = os.lstat(shared)
+            if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077:
+                _PRIVATE_ROOTS.append(shared)
+                return shared
+            warnings.warn(f"{shared} is not a private folder of this user (owner uid {info.st_uid}, mode "
+                          f"{stat.S_IMODE(info.st_mode):o}); not using it for static-graph exports",
+                          RuntimeWarning, stacklevel=5)
+    private = Path(tempfile.mkdtemp(prefix="taskflow-static-"))
+    atexit.register(shutil.rmtree, private, ignore_errors=True)
+    _PRIVATE_ROOTS.append(private)
+    return private
+
+
 class Predictor:
     """Runs one network on numpy feeds and returns numpy outputs.
 
@@ -289,41 +373,63 @@ class Predictor:
 
     # ----------------------------------------------------------------- export
     def _export(self, export_dir: Path, weights_key: str) -> tuple[Path, Path]:
-        from filelock import FileLock
+        """The export named by ``weights_key`` in ``export_dir``: reused when its stamp checks out
+        (a read-only copied cache included), else made there, else, when ``export_dir`` cannot be
+        written, made in a private temporary folder."""
+        fmt = _ir_format(self._paddle)
+        name = f"{fmt}-{weights_key[:16]}"
+        found = _valid_export(export_dir / name, weights_key, fmt)
+        if found:
+            return found
+        try:
+            export_dir.mkdir(parents=True, exist_ok=True)
+            lock = _export_lock(export_dir, name)
+            lock.acquire()
+        except OSError as exc:
+            fallback = _private_export_root()
+            warnings.warn(
+                f"cannot write the static-graph export under {export_dir} ({exc.strerror or exc}); "
+                f"using {fallback} instead. Set PPNLP_HOME (or home=) to a writable directory to keep it.",
+                RuntimeWarning, stacklevel=4,
+            )
+            export_dir, lock = fallback, _export_lock(fallback, name)
+            lock.acquire()
+        try:
+            return _valid_export(export_dir / name, weights_key, fmt) or self._write_export(export_dir, name,
+                                                                                           weights_key, fmt)
+        finally:
+            lock.release()
 
+    def _write_export(self, export_dir: Path, name: str, weights_key: str, fmt: str) -> tuple[Path, Path]:
         paddle = self._paddle
-        fmt = _ir_format(paddle)
-        target = export_dir / f"{fmt}-{weights_key[:16]}"
-        model_file, params_file = target / f"inference.{fmt}", target / "inference.pdiparams"
-        if model_file.is_file() and params_file.is_file():
-            return model_file, params_file
-        export_dir.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(export_dir / f".{target.name}.lock")):
-            if model_file.is_file() and params_file.is_file():
-                return model_file, params_file
-            staging = export_dir / f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
-            native_log = _NativeStderr()
-            try:
-                with paddle_device(Device("cpu")), native_log:
-                    network = self._build_network()
-                    spec = [paddle.static.InputSpec([None] * len(s.max_shape), s.dtype, name=s.name) for s in self.inputs]
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        static = paddle.jit.to_static(network, input_spec=spec, full_graph=True)
-                        paddle.jit.save(static, str(staging / "inference"))
-                if not (staging / f"inference.{fmt}").is_file():
-                    raise ExportError(f"paddle.jit.save wrote {sorted(os.listdir(staging))}, expected inference.{fmt}")
-                # A directory rename is atomic: readers see no export or a whole one.
-                shutil.rmtree(target, ignore_errors=True)
-                os.replace(staging, target)
-            except ExportError:
-                raise
-            except Exception as exc:
-                said = f"; Paddle said: {native_log.text[-2000:]}" if native_log.text.strip() else ""
-                raise ExportError(f"could not export the network to a static graph in {export_dir}: {exc}{said}") from exc
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
-        return model_file, params_file
+        target = export_dir / name
+        staging = export_dir / f".{name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+        native_log = _NativeStderr()
+        try:
+            with paddle_device(Device("cpu")), native_log:
+                network = self._build_network()
+                spec = [paddle.static.InputSpec([None] * len(s.max_shape), s.dtype, name=s.name) for s in self.inputs]
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    static = paddle.jit.to_static(network, input_spec=spec, full_graph=True)
+                    paddle.jit.save(static, str(staging / "inference"))
+            if not (staging / f"inference.{fmt}").is_file():
+                raise ExportError(f"paddle.jit.save wrote {sorted(os.listdir(staging))}, expected inference.{fmt}")
+            _write_stamp(staging, weights_key)
+            # A directory rename is atomic: readers see no export or a whole one.
+            shutil.rmtree(target, ignore_errors=True)
+            os.replace(staging, target)
+        except ExportError:
+            raise
+        except Exception as exc:
+            said = f"; Paddle said: {native_log.text[-2000:]}" if native_log.text.strip() else ""
+            raise ExportError(f"could not export the network to a static graph in {export_dir}: {exc}{said}") from exc
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        found = _valid_export(target, weights_key, fmt)
+        if not found:
+            raise ExportError(f"the static export in {target} changed while it was written; run again")
+        return found
 
     def _create(self):
         from paddle import inference
@@ -390,7 +496,6 @@ def save_weights(network, path: str | os.PathLike, float16: Callable[[str], bool
     """
     from .packages import atomic_write_bytes
     import io
-    import json
 
     arrays, first_name, aliases = {}, {}, {}
     for name, tensor in network.state_dict().items():
@@ -407,23 +512,56 @@ def save_weights(network, path: str | os.PathLike, float16: Callable[[str], bool
     atomic_write_bytes(path, buffer.getvalue())
 
 
-def load_weights(network, path: str | os.PathLike) -> None:
-    """Load an .npz written by :func:`save_weights` into ``network``; every name must match."""
-    import json
+_MAX_ALIASES_BYTES = 1 << 22   # the alias table is a few KB of JSON; more is not one save_weights wrote
 
+
+def npz_headers(path: str | os.PathLike) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """Each array's ``(shape, dtype)`` in an .npz, read from the .npy headers of its zip members
+    without loading (or decompressing) any array, so a file can be judged before memory is spent."""
+    import zipfile
+
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    headers = {}
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                with archive.open(info) as member:
+                    version = np.lib.format.read_magic(member)
+                    if version not in readers:
+                        raise ValueError(f"member {info.filename!r} has .npy format {version}")
+                    shape, _, dtype = readers[version](member)
+                headers[info.filename.removesuffix(".npy")] = (tuple(shape), dtype)
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+        raise ExportError(f"{path} is not a weights file written by save_weights ({exc})") from None
+    return headers
+
+
+def load_weights(network, path: str | os.PathLike) -> None:
+    """Load an .npz written by :func:`save_weights` into ``network``; every name, shape and dtype
+    must fit, and all are checked from the arrays' headers before any array is read."""
     paddle = import_paddle()
     expected = network.state_dict()
+    headers = npz_headers(path)
+    if _ALIASES in headers:
+        shape, dtype = headers[_ALIASES]
+        if shape != () or dtype.kind != "U" or dtype.itemsize > _MAX_ALIASES_BYTES:
+            raise ExportError(f"{path}: {_ALIASES} is {dtype} of shape {shape}, not the short JSON text save_weights writes")
     with np.load(path, allow_pickle=False) as stored:
-        aliases = json.loads(str(stored[_ALIASES])) if _ALIASES in stored.files else {}
-        available = (set(stored.files) - {_ALIASES}) | set(aliases)
+        aliases = json.loads(str(stored[_ALIASES])) if _ALIASES in headers else {}
+        available = (set(headers) - {_ALIASES}) | set(aliases)
         missing = sorted(set(expected) - available)
         unexpected = sorted(available - set(expected))
         if missing or unexpected:
             raise ExportError(f"{path} does not fit the network: missing {missing}, unexpected {unexpected}")
+        for name, tensor in expected.items():
+            if aliases.get(name, name) not in headers:
+                raise ExportError(f"{path}: {name} is stored as {aliases[name]!r}, which the file does not hold")
+            shape, dtype = headers[aliases.get(name, name)]
+            if shape != tuple(tensor.shape):
+                raise ExportError(f"{path}: {name} has shape {shape}, the network expects {tuple(tensor.shape)}")
+            if dtype.kind not in "biuf":
+                raise ExportError(f"{path}: {name} holds {dtype}, not numbers")
         state = {}
         for name, tensor in expected.items():
-            array = stored[aliases.get(name, name)]
-            if tuple(array.shape) != tuple(tensor.shape):
-                raise ExportError(f"{path}: {name} has shape {array.shape}, the network expects {tuple(tensor.shape)}")
-            state[name] = paddle.to_tensor(array.astype(str(tensor.numpy().dtype)))
+            state[name] = paddle.to_tensor(stored[aliases.get(name, name)].astype(str(tensor.numpy().dtype)))
     network.set_state_dict(state)

@@ -85,10 +85,6 @@ class Task:
     # segmentation and POS tagging, whose results are lists already); a list in is one result each.
     single_text_unwrapped: bool = False
 
-    # A package written before manifests named these gets the task's own (see Model).
-    network_type: str | None = None
-    default_normalization: tuple[str, ...] | None = None
-
     def __init__(self, model: Model, *, batch_size: int | None = None):
         self.model = model
         self.batch_size = int_option("batch_size", self.default_batch_size if batch_size is None else batch_size,

@@ -14,7 +14,6 @@ from taskflow.errors import ManifestError
 from taskflow.model import Model
 from taskflow.packages import Manifest, write_package
 from taskflow.predictor import InputSpec, PredictorOptions
-from taskflow.registry import get_task_class
 from taskflow.tasks.lexical_analysis import LexicalAnalysisTask, read_vocab as read_lexical_vocab
 from taskflow.tasks.ner import NERTask
 from taskflow.tasks.text_classification import TextClassificationTask, read_vocab
@@ -22,9 +21,7 @@ from taskflow.tasks.text_classification import TextClassificationTask, read_voca
 
 def _load(path) -> Model:
     task = Manifest.load(path / "manifest.json").task
-    cls = get_task_class(task)   # as Taskflow does: the task's defaults for what a manifest leaves out
-    return Model.load(task, None, task_path=path, options=PredictorOptions(num_threads=1),
-                      default_type=cls.network_type, default_normalization=cls.default_normalization)
+    return Model.load(task, None, task_path=path, options=PredictorOptions(num_threads=1))
 
 
 def _repackaged(source, folder, *, rename=None, drop=(), extra=None, **fields):

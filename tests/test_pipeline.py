@@ -15,7 +15,7 @@ def test_paddlenlp_option_names_are_aliases(tiny_models, tmp_path):
     flow = Taskflow("sentiment_analysis", task_path=tiny, home_path=tmp_path, device_id=-1)
     assert flow.model.home == tmp_path and str(flow.model.options.device) == "cpu"
     flow(["好"])
-    assert (tmp_path / "taskflow" / "sentiment_analysis").is_dir()     # home_path is the cache root
+    assert (tmp_path / "taskflow" / ".exports").is_dir()     # home_path is the cache root (a task_path's export)
     with pytest.raises(OptionError, match="home or home_path"):
         Taskflow("sentiment_analysis", task_path=tiny, home=tmp_path, home_path=tmp_path)
     with pytest.raises(OptionError, match="device_id"):
@@ -64,7 +64,7 @@ def test_a_first_run_prints_results_and_nothing_else(tiny_models, tmp_path):
     assert run.returncode == 0, run.stderr
     assert run.stdout == "True\n"
     assert run.stderr == ""
-    assert list(tmp_path.glob("taskflow/lexical_analysis/*/*/static/*-*"))   # it did export
+    assert list(tmp_path.glob("taskflow/.exports/*-*/inference.*"))   # it did export (a task_path's: in .exports)
 
 
 def test_an_option_of_another_mode_names_that_mode(tiny_models):

@@ -131,7 +131,10 @@ def test_the_taskflows_own_cpu_config_is_what_was_asked(tiny_sentiment, tmp_path
 
 
 def _static_dirs(home):
-    return sorted(p for p in (home / "taskflow").rglob("static/*") if p.is_dir() and not p.name.startswith("."))
+    """Every export under ``home``: a pinned model's beside its cached package, a task_path one's in .exports."""
+    root = home / "taskflow"
+    found = [*root.glob("*/*/*/static/*"), *root.glob(".exports/*")]
+    return sorted(p for p in found if p.is_dir() and not p.name.startswith("."))
 
 
 def test_export_happens_once_per_weights_and_ir_format(tiny_sentiment, tmp_path):
@@ -216,8 +219,7 @@ def test_changed_network_code_gets_a_fresh_export(tiny_sentiment, tmp_path, monk
     # Same weights, different network source (a taskflow upgrade): the old program must not be reused.
     flow = Taskflow("sentiment_analysis", task_path=tiny_sentiment, home=tmp_path)
     flow(["好"])
-    exports = lambda: sorted(p.name for p in tmp_path.glob("taskflow/sentiment_analysis/tiny/*/static/*")
-                             if not p.name.startswith("."))
+    exports = lambda: [p.name for p in _static_dirs(tmp_path)]
     first = exports()
     assert len(first) == 1
     Taskflow("sentiment_analysis", task_path=tiny_sentiment, home=tmp_path)(["好"])
@@ -231,3 +233,195 @@ def test_changed_network_code_gets_a_fresh_export(tiny_sentiment, tmp_path, monk
     assert upgraded.model.weights_key() != before
     upgraded(["好"])
     assert len(exports()) == 2 and first[0] in exports()
+
+
+# --------------------------------------------- exports nobody else can choose (issue 27)
+
+TEXTS = ["这家酒店很干净，服务也好", "等了一个小时还没上菜", "好"]
+
+
+def _scores(flow):
+    return [r["scores"]["positive"] for r in flow(TEXTS)]
+
+
+@pytest.fixture(scope="module")
+def wide_tiny(tmp_path_factory):
+    """A tiny sentiment package with the wide n-gram part, so ``deep_weight`` (an architecture
+    argument that no weight pins) changes what it computes, as with the shipped char_cnn."""
+    from make_tiny_models import make_tiny_sentiment
+
+    return make_tiny_sentiment(tmp_path_factory.mktemp("wide") / "tiny", seed=3, wide_buckets=7, deep_weight=0.5)
+
+
+@pytest.fixture
+def bundled_tiny(wide_tiny, tmp_path, monkeypatch):
+    """That package as if it shipped in resources/ (model "tiny")."""
+    from taskflow import packages
+
+    resources = tmp_path / "resources"
+    shutil.copytree(wide_tiny, resources / "sentiment_analysis" / "tiny")
+    monkeypatch.setattr(packages, "_bundled_root", lambda: resources)
+    return resources / "sentiment_analysis" / "tiny"
+
+
+def _with_architecture(package: Path, out: Path, **changes) -> Path:
+    """A copy of ``package`` whose manifest's architecture has ``changes`` (same files, name, version)."""
+    import json
+
+    shutil.copytree(package, out)
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    manifest["architecture"].update(changes)
+    (out / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return out
+
+
+def test_a_task_path_package_cannot_change_what_a_pinned_model_runs(bundled_tiny, tmp_path):
+    # The proof of issue 27: the same name, version and weights as a pinned model, one architecture
+    # argument changed; run once, it used to leave its export where the pinned model found it.
+    clean = _scores(Taskflow("sentiment_analysis", model="tiny", home=tmp_path / "clean", return_all_scores=True))
+    evil = _with_architecture(bundled_tiny, tmp_path / "evil", deep_weight=-20.0)
+    home = tmp_path / "home"
+
+    poisoned = _scores(Taskflow("sentiment_analysis", task_path=evil, home=home, return_all_scores=True))
+    later = _scores(Taskflow("sentiment_analysis", model="tiny", home=home, return_all_scores=True))
+
+    assert not np.allclose(poisoned, clean, atol=1e-2)   # the argument does change the network
+    np.testing.assert_allclose(later, clean, atol=1e-6)
+    # The task_path package's export is apart, in the cache's own folder, named by a hash only.
+    assert sorted(p.parent.name for p in _static_dirs(home)) == [".exports", "static"]
+
+
+def test_a_damaged_or_foreign_export_is_made_again_not_run(bundled_tiny, tmp_path):
+    home = tmp_path / "home"
+    expected = _scores(Taskflow("sentiment_analysis", model="tiny", home=home, return_all_scores=True))
+    (export,) = _static_dirs(home)
+    params = export / "inference.pdiparams"
+    damaged = bytearray(params.read_bytes())
+    damaged[-8:] = b"\x7f" * 8             # a weight turned into a huge number: runs, but wrongly
+    params.write_bytes(bytes(damaged))
+
+    again = _scores(Taskflow("sentiment_analysis", model="tiny", home=home, return_all_scores=True))
+
+    np.testing.assert_allclose(again, expected, atol=1e-6)
+    assert params.read_bytes() != bytes(damaged)
+
+
+def test_an_export_of_another_key_in_the_folder_is_not_run(bundled_tiny, tmp_path):
+    home = tmp_path / "home"
+    expected = _scores(Taskflow("sentiment_analysis", model="tiny", home=home, return_all_scores=True))
+    (export,) = _static_dirs(home)
+    # Another package's export, renamed to the folder this model looks in (its stamp says its own key).
+    other = _with_architecture(bundled_tiny, tmp_path / "other", deep_weight=-20.0)
+    Taskflow("sentiment_analysis", task_path=other, home=tmp_path / "other_home", return_all_scores=True)(["好"])
+    (foreign,) = _static_dirs(tmp_path / "other_home")
+    shutil.rmtree(export)
+    shutil.copytree(foreign, export)
+
+    again = _scores(Taskflow("sentiment_analysis", model="tiny", home=home, return_all_scores=True))
+
+    np.testing.assert_allclose(again, expected, atol=1e-6)
+
+
+def test_an_unwritable_home_exports_to_a_private_folder_not_a_planted_one(tiny_sentiment, tmp_path, monkeypatch):
+    import stat
+    import warnings
+
+    shared_tmp = tmp_path / "shared_tmp"
+    shared_tmp.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(shared_tmp))
+    monkeypatch.setattr("taskflow.predictor._PRIVATE_ROOTS", [])   # as in a fresh process
+    planted = shared_tmp / f"taskflow-static-{os.getuid()}"
+    planted.mkdir(mode=0o777)
+    os.chmod(planted, 0o777)                   # made first by someone else: anyone may write in it
+    not_a_dir = tmp_path / "home"
+    not_a_dir.write_text("a file where the cache should be")
+    flow = Taskflow("sentiment_analysis", task_path=tiny_sentiment, home=not_a_dir)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        flow(["好"])
+
+    used = flow.task.predictor.model_file.parent.parent
+    assert planted not in flow.task.predictor.model_file.parents
+    assert os.listdir(planted) == []
+    info = os.lstat(used)
+    assert info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) == 0o700
+    messages = [str(w.message) for w in caught]
+    assert any("cannot write the static-graph export" in m for m in messages)
+    assert any(str(planted) in m and "not a private folder" in m for m in messages)
+
+
+def test_a_read_only_copied_cache_runs_its_export(bundled_tiny, tmp_path, monkeypatch):
+    import errno
+    import warnings
+
+    first = tmp_path / "first"
+    expected = _scores(Taskflow("sentiment_analysis", model="tiny", home=first, return_all_scores=True))
+    copied = tmp_path / "copied"
+    shutil.copytree(first, copied)             # new inodes and times: only the stamp's hashes still hold
+
+    def refuse(real):
+        def guarded(self, *args, **kwargs):
+            if copied in Path(self).absolute().parents:
+                raise PermissionError(errno.EACCES, "Read-only file system", str(self))
+            return real(self, *args, **kwargs)
+        return guarded
+
+    # Root passes permission checks, so "read-only" is every write under the copy failing.
+    for name in ("mkdir", "touch", "write_text", "write_bytes"):
+        monkeypatch.setattr(Path, name, refuse(getattr(Path, name)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        flow = Taskflow("sentiment_analysis", model="tiny", home=copied, return_all_scores=True)
+        scores = _scores(flow)
+
+    np.testing.assert_allclose(scores, expected, atol=1e-6)
+    assert copied in flow.task.predictor.model_file.parents
+    assert not [w for w in caught if "static-graph export" in str(w.message)]
+
+
+def test_a_required_package_is_found_inside_its_package_only(tiny_models, tmp_path):
+    from taskflow.errors import ManifestError
+
+    package = shutil.copytree(tiny_models["knowledge_mining"], tmp_path / "km")
+    elsewhere = shutil.move(str(package / "lexical"), str(tmp_path / "elsewhere"))
+    (package / "lexical").symlink_to(elsewhere, target_is_directory=True)
+
+    with pytest.raises(ManifestError, match="outside"):
+        Taskflow("knowledge_mining", task_path=package)
+
+
+# ---------------------------------------------------------------- weights
+
+def test_weights_are_judged_by_their_headers_before_any_array_is_read(tiny_sentiment, tmp_path, monkeypatch):
+    from taskflow.errors import ExportError
+    from taskflow.model import Model
+
+    model = Model.load("sentiment_analysis", None, task_path=tiny_sentiment)
+    network = model.network_class()(**{k: v for k, v in model.manifest["architecture"].items() if k != "type"})
+    with np.load(model.path("weights.npz")) as stored:
+        arrays = {name: stored[name] for name in stored.files}
+    first = next(iter(network.state_dict()))
+    rows, *rest = arrays[first].shape
+    arrays[first] = np.zeros((rows * 1000, *rest), dtype=arrays[first].dtype)   # compresses to almost nothing
+    np.savez_compressed(tmp_path / "weights.npz", **arrays)
+    read = []
+    real = np.lib.npyio.NpzFile.__getitem__
+    monkeypatch.setattr(np.lib.npyio.NpzFile, "__getitem__", lambda self, key: read.append(key) or real(self, key))
+
+    from taskflow.predictor import load_weights
+
+    with pytest.raises(ExportError, match=f"{first} has shape"):
+        load_weights(network, tmp_path / "weights.npz")
+    assert read == []
+
+
+def test_a_weights_file_that_is_no_npz_is_an_export_error(tiny_sentiment, tmp_path):
+    from taskflow.errors import ExportError
+    from taskflow.model import Model
+    from taskflow.predictor import load_weights
+
+    model = Model.load("sentiment_analysis", None, task_path=tiny_sentiment)
+    network = model.network_class()(**{k: v for k, v in model.manifest["architecture"].items() if k != "type"})
+    (tmp_path / "weights.npz").write_bytes(b"PK\x03\x04 not really a zip")
+    with pytest.raises(ExportError, match="not a weights file"):
+        load_weights(network, tmp_path / "weights.npz")

@@ -165,8 +165,6 @@ class LexicalStages(TextTask):
     the task's own model builds on the lexical one (knowledge_mining: ``"lexical"``)."""
 
     default_batch_size = 64
-    network_type = "bigru_crf"
-    default_normalization = NORMALIZATION
     lexical_role: str | None = None
 
     def result_words(self, result: Any) -> list[tuple[str, str | None]]:

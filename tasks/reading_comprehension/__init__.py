@@ -45,7 +45,7 @@ from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
 from taskflow.task import MultiTextTask, bool_option, int_option
 
-from .data import FEATURES, NORMALIZATION, Prepared, Vocab, best_spans, encode, merge, prepare, windows
+from .data import FEATURES, Prepared, Vocab, best_spans, encode, merge, prepare, windows
 
 __all__ = ["ReadingComprehensionTask"]
 
@@ -85,8 +85,6 @@ class ReadingComprehensionTask(MultiTextTask):
     default_model = "drqa_char"
     default_batch_size = 16
     input_fields = ("context", "question")
-    network_type = "drqa_reader"
-    default_normalization = NORMALIZATION
 
     def __init__(self, model, *, top_k: int = 1, max_answer_len: int | None = None, max_seq_len: int | None = None,
                  doc_stride: int | None = None, handle_impossible_answer: bool = False, **base):

@@ -74,8 +74,6 @@ class TextClassificationTask(TextTask):
 
     default_model = ""      # none bundled: Taskflow asks for task_path and says how to train one
     default_batch_size = 32
-    network_type = "sentiment_cnn"
-    default_normalization = NORMALIZATION
     label_colours: dict[str, str] = {}
 
     def __init__(self, model, *, return_all_scores: bool = False, **base):

@@ -37,7 +37,7 @@ from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
 from taskflow.task import MultiTextTask, bool_option, number_option
 
-from .features import NORMALIZATION, Vocab, encode, model_text
+from .features import Vocab, encode, model_text
 
 __all__ = ["TextSimilarityTask"]
 
@@ -65,8 +65,6 @@ class TextSimilarityTask(MultiTextTask):
     default_batch_size = 32
     input_fields = ("text1", "text2")
     item_noun = "pair"
-    network_type = "match"
-    default_normalization = NORMALIZATION
 
     def __init__(self, model, *, threshold: float | None = None, return_embeddings: bool = False, **base):
         super().__init__(model, **base)
