@@ -292,17 +292,32 @@ class Vocab:
         return self.segmenter.cut(text)
 
 
-def read_text_file(path: Path, error: type[Exception]) -> str:
-    """A user-supplied UTF-8 text file (gzip-compressed or not, BOM dropped).
+def read_text_file(path: Path, error: type[Exception], max_bytes: int = 256 << 20) -> str:
+    """A user-supplied UTF-8 text file (gzip-compressed or not, BOM dropped) of at most
+    ``max_bytes`` (once decompressed).
 
     Unreadable bytes raise ``error(message, source=, line=)`` naming the file and line,
-    so a dictionary or term file with a bad line says where."""
-    data = path.read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise error(f"{path}: not a readable gzip file ({exc})", source=str(path)) from None
+    so a dictionary or term file with a bad line says where.  A gzip file is decompressed as a
+    stream and given up past ``max_bytes``: a few KB can expand to gigabytes (a "gzip bomb")."""
+    def too_big() -> Exception:
+        return error(f"{path} holds more than {max_bytes / 2**20:g} MiB of text once decompressed, the most "
+                     "taskflow reads from such a file; split it, or leave out what is not needed", source=str(path))
+
+    with open(path, "rb") as handle:
+        gzipped = handle.read(2) == b"\x1f\x8b"
+        handle.seek(0)
+        if not gzipped:
+            data = handle.read(max_bytes + 1)
+            if len(data) > max_bytes:
+                raise too_big()
+        else:
+            try:
+                with gzip.GzipFile(fileobj=handle) as stream:
+                    data = stream.read(max_bytes + 1)
+            except (OSError, EOFError) as exc:
+                raise error(f"{path}: not a readable gzip file ({exc})", source=str(path)) from None
+            if len(data) > max_bytes:
+                raise too_big()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

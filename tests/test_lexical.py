@@ -125,6 +125,25 @@ def test_bad_jieba_line_names_its_line(tmp_path):
     assert info.value.line == 2
 
 
+def test_user_dict_gzip_bomb_is_refused_without_inflating_it(tmp_path, monkeypatch):
+    import gzip
+
+    from taskflow.tasks.lexical_analysis import user_dict
+
+    monkeypatch.setattr(user_dict, "_MAX_DICT_BYTES", 1 << 20)   # the cap, scaled down from 64 MiB
+    bomb = tmp_path / "dict.txt.gz"
+    with gzip.open(bomb, "wb") as out:                             # 8 MiB of lines in a few KB
+        for _ in range(8):
+            out.write("好\n".encode() * (1 << 18))
+    assert bomb.stat().st_size < 64 << 10
+    with pytest.raises(UserDictError, match=r"dict\.txt\.gz holds more than 1 MiB") as info:
+        UserDict.load(bomb)
+    assert info.value.source == str(bomb)
+    small = tmp_path / "small.txt.gz"
+    small.write_bytes(gzip.compress("云计算/n\n".encode()))
+    assert len(UserDict.load(small)) == 1                         # a dictionary under the cap still loads
+
+
 def test_bad_user_dict_sources(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         UserDict.load(tmp_path / "missing.txt")

@@ -40,6 +40,9 @@ from taskflow.text import read_text_file
 
 __all__ = ["UserDict", "UserDictFormat", "DictItem"]
 
+# The largest user dictionary read, decompressed: jieba's full dictionary is under 9 MB, and a
+# .gz a few KB long could otherwise expand to gigabytes before a line is parsed.
+_MAX_DICT_BYTES = 64 << 20
 _TAG = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _JIEBA_LINE = re.compile(r"(\S+)(?:\s+(\d+))?(?:\s+([A-Za-z][A-Za-z0-9_]*))?")
 
@@ -52,7 +55,7 @@ def user_dict_lines(source: Any, *, example: list[str]) -> tuple[list[str], str]
         if not path.is_file():
             raise FileNotFoundError(f"user_dict file {str(path)!r} does not exist; pass a path to a UTF-8 text "
                                     f"file or a list of lines such as {example!r}")
-        return read_text_file(path, UserDictError).splitlines(), str(path)
+        return read_text_file(path, UserDictError, _MAX_DICT_BYTES).splitlines(), str(path)
     if isinstance(source, (list, tuple)):
         for number, line in enumerate(source, 1):
             if not isinstance(line, str):
