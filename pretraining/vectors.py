@@ -112,8 +112,9 @@ def write_token_file(documents: Iterable[str], tokenize: Callable[[str], list[st
 
 # ------------------------------------------------------------------ documents
 def corpus_documents(corpus: Path | None, data: Path | None, normalize: Callable[[str], str],
-                     max_chars: int | None = None) -> Iterator[str]:
-    """Normalised documents: the corpus parts, then the labelled sets' train text."""
+                     max_chars: int | None = None, exclude: frozenset[str] = frozenset()) -> Iterator[str]:
+    """Normalised documents: the corpus parts, then the labelled sets' train text; a line that is
+    also a dev sentence (``exclude``, raw text) is left out."""
     streams: list[Iterable[str]] = []
     if corpus is not None:
         streams += [read_documents(p) for p in sorted(corpus.glob("*.txt.gz"))]
@@ -122,6 +123,8 @@ def corpus_documents(corpus: Path | None, data: Path | None, normalize: Callable
     seen = 0
     for stream in streams:
         for document in stream:
+            if document.strip() in exclude:
+                continue
             # A real private-use char would read as a space after the round trip: drop it.
             document = normalize(document).replace(SPACE_STANDIN, "").strip()
             if not document:
@@ -130,6 +133,17 @@ def corpus_documents(corpus: Path | None, data: Path | None, normalize: Callable
             seen += len(document)
             if max_chars is not None and seen >= max_chars:
                 return
+
+
+DEFAULT_EXCLUDE = Path(__file__).resolve().parent.parent / "tasks" / "lexical_analysis" / "dev" / "genre_dev.jsonl"
+
+
+def _dev_texts(paths: Iterable[Path]) -> Iterator[str]:
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                if line.strip():
+                    yield json.loads(line)["text"].strip()
 
 
 # ------------------------------------------------------------------ training
@@ -205,6 +219,9 @@ def main(argv=None) -> None:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--max-chars", type=int, help="stop reading after this many chars (a quick run)")
+    parser.add_argument("--exclude", type=Path, action="append", default=[],
+                        help="a JSON-lines dev set whose 'text's are left out of the corpus (repeatable); "
+                             "default: the lexical out-of-genre dev set, whose corpus lines would leak otherwise")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     if args.corpus is None and args.data is None:
@@ -219,6 +236,7 @@ def main(argv=None) -> None:
         max_tokens={"char": None, "bigram": args.max_bigrams, "word": args.max_words},
         epochs=args.epochs, workers=args.workers, seed=args.seed,
     )
+    exclude = frozenset(_dev_texts(args.exclude or [DEFAULT_EXCLUDE]))
     normalize = Normalizer(NORMALIZATION)
     tokenizers = {"char": char_tokens, "bigram": bigram_tokens}
     if "word" in kinds:
@@ -227,13 +245,13 @@ def main(argv=None) -> None:
     arrays: dict[str, np.ndarray] = {}
     report: dict = {"sources": {"corpus": str(args.corpus) if args.corpus else None,
                                 "labelled_train": str(args.data) if args.data else None,
-                                "max_chars": args.max_chars},
+                                "max_chars": args.max_chars, "excluded_dev_lines": len(exclude)},
                     "normalization": list(NORMALIZATION), "settings": vars(settings), "kinds": {}}
     with tempfile.TemporaryDirectory(dir=args.out) as scratch:
         for kind in kinds:
             started = time.monotonic()
             token_file = Path(scratch) / f"{kind}.txt"
-            total = write_token_file(corpus_documents(args.corpus, args.data, normalize, args.max_chars),
+            total = write_token_file(corpus_documents(args.corpus, args.data, normalize, args.max_chars, exclude),
                                      tokenizers[kind], token_file)
             tokenizing = (time.monotonic() - started) / 60
             print(f"{kind}: {total:,} tokens written in {tokenizing:.1f} min; training...", flush=True)
