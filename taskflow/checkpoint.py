@@ -47,6 +47,7 @@ CHECKPOINT_FORMAT = 3
 _MAX_CHECKPOINT_BYTES = 1 << 20
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted at a job file's name must not block the open
 
 
 class Progress(NamedTuple):
@@ -85,10 +86,6 @@ def _sibling(path: Path, suffix: str) -> Path:
     return path.with_name(path.name + suffix)
 
 
-def _lexists(path: Path) -> bool:
-    return os.path.lexists(path)
-
-
 def _refuse_link(path: Path, exc: OSError) -> None:
     if exc.errno == errno.ELOOP or path.is_symlink():
         raise OutputWriteError(
@@ -97,10 +94,10 @@ def _refuse_link(path: Path, exc: OSError) -> None:
         ) from None
 
 
-def _open_regular(path: Path, flags: int, mode: int = 0o666) -> int:
+def _open_regular(path: Path, flags: int) -> int:
     """``os.open`` that refuses a symbolic link and anything but a regular file."""
     try:
-        fd = os.open(path, flags | _NOFOLLOW | _CLOEXEC, mode)
+        fd = os.open(path, flags | _NOFOLLOW | _CLOEXEC | _NONBLOCK, 0o666)
     except OSError as exc:
         _refuse_link(path, exc)
         raise
@@ -201,6 +198,8 @@ def _check_input(digest: _InputDigest, progress: Progress, output: Path, source:
 def _shown(key: str, value: Any) -> str:
     if key == "model" and isinstance(value, dict):
         return f"{value.get('package')} (fingerprint {str(value.get('fingerprint'))[:12]})"
+    if isinstance(value, dict) and set(value) == {"file", "sha256"}:  # an option naming a file
+        return f"{value['file']} (sha256 {str(value['sha256'])[:12]})"
     text = repr(value)
     return text if len(text) <= 120 else text[:117] + "..."
 
@@ -246,7 +245,7 @@ class JobFiles:
         self._digest = _InputDigest(source.path)
         try:
             # A resume is checked in full before any file is touched.
-            progress = self._check_resume(source) if resume and _lexists(self.ckpt) else None
+            progress = self._check_resume(source) if resume and os.path.lexists(self.ckpt) else None
             try:
                 output.parent.mkdir(parents=True, exist_ok=True)
                 if progress is None:
@@ -297,7 +296,7 @@ class JobFiles:
         """A job stopped while moving its files into place (its checkpoint is left, its ``.partial`` gone):
         finish it, if it was this job."""
         ckpt = _sibling(output, ".partial.ckpt")
-        if not _lexists(ckpt) or _lexists(_sibling(output, ".partial")):
+        if not os.path.lexists(ckpt) or os.path.lexists(_sibling(output, ".partial")):
             return
         progress = _load(ckpt, output, {"format": CHECKPOINT_FORMAT, **identity})
         digest = _InputDigest(source.path)
@@ -355,10 +354,10 @@ class JobFiles:
         finished by ``resume=True``); True when an errors file was written."""
         out_tmp, err_tmp = _sibling(output, ".partial"), _sibling(errors, ".partial")
         try:
-            if _lexists(out_tmp):
+            if os.path.lexists(out_tmp):
                 os.replace(out_tmp, output)
-            if not _lexists(err_tmp):
-                has_errors = _lexists(errors)  # moved into place by the run that was stopped in here
+            if not os.path.lexists(err_tmp):
+                has_errors = os.path.lexists(errors)  # moved into place by the run that was stopped in here
             elif os.lstat(err_tmp).st_size:
                 has_errors = True
                 os.replace(err_tmp, errors)

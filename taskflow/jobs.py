@@ -277,7 +277,8 @@ def _write_outcomes(outcomes: list, files: JobFiles, summary: JobSummary, on_err
             try:
                 out_lines.append(_json_line(output_record(record, result)))
             except UnicodeEncodeError as exc:
-                error = f"{source}:{record.line}: the result cannot be written as UTF-8 ({exc.reason}: {exc.object[exc.start:exc.end]!r})"
+                bad = exc.object[exc.start:exc.end]
+                error = f"{source}:{record.line}: the result cannot be written as UTF-8 ({exc.reason}: {bad!r})"
         if error is not None:
             if on_error == "raise":
                 files.write(out_lines, [], files.done + len(out_lines), in_bytes)  # all before it were good

@@ -298,6 +298,21 @@ def test_a_resume_with_other_weights_or_options_is_refused_and_a_copy_of_the_pac
     assert _results(target) == flow(TEXTS[:300])
 
 
+def test_a_file_an_option_names_is_pinned_by_its_content(tiny_models, tmp_path, monkeypatch):
+    words, package = tmp_path / "words.txt", tiny_models["word_segmentation"]
+    words.write_text("北京大学\n", encoding="utf-8")
+    seg = Taskflow("word_segmentation", task_path=package, user_dict=words)
+    source, target = _txt(tmp_path / "in.txt", ["李明在北京大学读书"] * 100), tmp_path / "out.jsonl"
+    _interrupt(seg, monkeypatch, source, target, chunk_size=16)
+    words.write_text("北京\n大学\n", encoding="utf-8")  # edited in place: same path, other words
+    edited = Taskflow("word_segmentation", task_path=package, user_dict=str(words))
+    with pytest.raises(ResumeMismatchError, match=rf"\(option user_dict: {re.escape(str(words))} \(sha256 \w{{12}}\) then, "
+                                                  rf"{re.escape(str(words))} \(sha256 \w{{12}}\) now\)"):
+        edited.predict_file(source, target, chunk_size=16, resume=True, progress=False)
+    words.write_text("北京大学\n", encoding="utf-8")  # put back: the pipeline that read it finishes the job
+    assert seg.predict_file(source, target, chunk_size=16, resume=True, progress=False).resumed_from == 32
+
+
 def test_a_resume_with_another_encoding_is_refused(flow, tmp_path, monkeypatch):
     source, target = tmp_path / "in.txt", tmp_path / "out.jsonl"
     source.write_bytes(("\n".join(TEXTS[:300]) + "\n").encode("gbk"))
@@ -350,15 +365,18 @@ def _edit_done_line(tmp_path, source):
 
 
 @pytest.mark.parametrize("damage, error, message", [
-    (_damage_checkpoint('{"format": 3, "done": 12'), JobError, r"checkpoint .*out\.jsonl\.partial\.ckpt is damaged \(not JSON"),
+    (_damage_checkpoint('{"format": 3, "done": 12'), JobError,
+     r"checkpoint .*out\.jsonl\.partial\.ckpt is damaged \(not JSON"),
     (_damage_checkpoint("[1, 2]"), JobError, r"is damaged \(a JSON list, not an object\)"),
     (_damage_checkpoint(lambda s: json.dumps({**s, "done": "128"})), JobError, r"is damaged \(it needs format, done"),
     (_damage_checkpoint(lambda s: json.dumps({k: v for k, v in s.items() if k != "in_sha256"})), JobError, "is damaged"),
     (_damage_checkpoint(lambda s: json.dumps({**s, "format": 2})), ResumeMismatchError,
      r"written by another version of taskflow \(format 2; this one reads 3\)"),
-    (_cut("out.jsonl.partial", 100), JobError, r"out\.jsonl\.partial is shorter than its checkpoint says \([\d,]+ bytes; it has 100\)"),
-    (_cut("input", 1000), ResumeMismatchError, r"in\.txt is now shorter than the part already done; is it the same file\? "
-                                               r"\(input: '128 record\(s\) done in its first [\d,]+ bytes' then, '1,000 bytes in all' now\)"),
+    (_cut("out.jsonl.partial", 100), JobError,
+     r"out\.jsonl\.partial is shorter than its checkpoint says \([\d,]+ bytes; it has 100\)"),
+    (_cut("input", 1000), ResumeMismatchError,
+     r"in\.txt is now shorter than the part already done; is it the same file\? "
+     r"\(input: '128 record\(s\) done in its first [\d,]+ bytes' then, '1,000 bytes in all' now\)"),
     (_edit_done_line, ResumeMismatchError, r"the 128 record\(s\) already done are not what .*in\.txt now holds"),
 ], ids=["truncated-json", "not-an-object", "bad-count", "missing-field", "old-format", "short-partial", "short-input",
         "done-line-edited"])
