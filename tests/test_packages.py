@@ -938,3 +938,15 @@ def test_resolving_a_bundled_package_writes_nothing_into_the_cache(tmp_path, hom
     assert resolve(TASK, MODEL).source == "bundled"
 
     assert not home.exists()
+
+
+def test_shipped_manifests_and_recipes_name_the_framework_versions_under_one_key():
+    root = Path(__file__).resolve().parents[1]
+    shipped = [json.loads(p.read_text(encoding="utf-8")) for p in (root / "resources").glob("*/*/manifest.json")]
+    assert len(shipped) >= 5
+    assert all("frameworks" not in manifest for manifest in shipped)
+    assert sum("framework" in manifest for manifest in shipped) >= 4   # termtree has no network to record
+    recipes = [p for p in (root / "tasks").glob("*/train.py") if "framework_versions(" in p.read_text(encoding="utf-8")]
+    assert len(recipes) >= 5
+    for recipe in recipes:
+        assert '"frameworks"' not in recipe.read_text(encoding="utf-8"), recipe

@@ -314,7 +314,7 @@ def write(args, network, architecture, char_list, bigram_list, run, lexicon) -> 
                               "entity F1 after each epoch" if args.select_on_genres else
                               "best (MSRA dev segmentation F1 + entity F1) / 2 after each epoch"),
             },
-            "frameworks": framework_versions("paddlepaddle", "numpy"),
+            "framework": framework_versions("paddlepaddle", "numpy"),
         })
 
 

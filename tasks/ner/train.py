@@ -207,7 +207,7 @@ def main(argv=None) -> int:
                 "seconds": round(time.time() - started),
             },
             "metrics": {"dev": report},
-            "frameworks": framework_versions("paddlepaddle", "numpy"),
+            "framework": framework_versions("paddlepaddle", "numpy"),
         })
     return 0
 
