@@ -95,6 +95,12 @@ def safe_name(value: Any, field: str, source: str = "manifest") -> str:
     return value
 
 
+def _check_file_name(name: Any, source: str) -> None:
+    safe_name(name, "file name", source)
+    if name in _RESERVED_FILES:
+        raise ManifestError(f"{source}: file name {name!r} is reserved ({', '.join(_RESERVED_FILES)}); rename the file")
+
+
 def inside(root: str | os.PathLike, path: str | os.PathLike, what: str = "path") -> Path:
     """``path`` if it stays inside ``root`` once symlinks are followed, else a :class:`ManifestError`.
 
@@ -183,10 +189,7 @@ class Manifest:
         if not isinstance(files, Mapping) or not files:
             raise ManifestError(f"{source}: 'files' must be a non-empty object of name -> {{sha256, size}}")
         for name, entry in files.items():
-            safe_name(name, "file name", source)
-            if name in _RESERVED_FILES:
-                raise ManifestError(f"{source}: file name {name!r} is reserved ({', '.join(_RESERVED_FILES)}); "
-                                    "rename the file")
+            _check_file_name(name, source)
             if not isinstance(entry, Mapping) or "sha256" not in entry or "size" not in entry:
                 raise ManifestError(f"{source}: file {name!r} needs 'sha256' and 'size'")
             sha, size = entry["sha256"], entry["size"]
@@ -713,6 +716,8 @@ def write_package(
     so a half-written package never looks complete.
     """
     out_dir = Path(out_dir)
+    for name in files:   # before anything is copied: a name is where a file is written
+        _check_file_name(name, str(out_dir))
     out_dir.mkdir(parents=True, exist_ok=True)
     entries = {}
     for name, source in files.items():

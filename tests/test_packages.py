@@ -950,3 +950,12 @@ def test_shipped_manifests_and_recipes_name_the_framework_versions_under_one_key
     assert len(recipes) >= 5
     for recipe in recipes:
         assert '"frameworks"' not in recipe.read_text(encoding="utf-8"), recipe
+
+
+@pytest.mark.parametrize("name", ["../escaped.bin", ".bashrc", "static"])
+def test_write_package_checks_file_names_before_writing(tmp_path, name):
+    (tmp_path / "w.bin").write_bytes(b"w")
+    with pytest.raises(ManifestError, match="file name"):
+        write_package(tmp_path / "out" / "pkg", {"task": TASK, "name": MODEL, "version": VERSION},
+                      {"w.bin": tmp_path / "w.bin", name: tmp_path / "w.bin"})
+    assert files_under(tmp_path / "out") == []
