@@ -300,7 +300,7 @@ def test_an_option_of_the_accurate_mode_says_so(tiny_models, tmp_path, capsys):
     assert flags["--term-tree"].endswith("[--mode accurate only]") and "only" not in flags["--user-dict"]
 
 
-def test_quiet_training_unless_verbose(tmp_path):
+def test_training_is_quiet_without_verbose(tmp_path):
     """`taskflow train` as quiet as inference: no "No ccache found" UserWarning from Paddle's import."""
     import subprocess
 
