@@ -378,7 +378,7 @@ def fit(network, batches: Callable[[], Iterable], loss_of: Callable[[Any], Any],
     trainer = getattr(paddle.optimizer, optimizer)(
         learning_rate=schedule.lr, grad_clip=None if grad_clip is None else paddle.nn.ClipGradByGlobalNorm(grad_clip),
         parameters=network.parameters() if parameters is None else parameters)
-    best_figure, best_state, losses = None, None, []
+    best_figure, best_state, losses, shown = None, None, [], {}
     step = epoch = evaluated_at = since_best = 0
     stopped = None
     unit = "epochs" if schedule.per_epoch else "evaluations"
@@ -406,7 +406,7 @@ def fit(network, batches: Callable[[], Iterable], loss_of: Callable[[Any], Any],
             since_best = 0 if improved else since_best + 1
             say(f"epoch {entry['epoch']} (step {step}): " + ", ".join(f"{k} {_figure(v)}" for k, v in figures.items())
                 + (" *" if improved else ""))
-            bar.set_postfix({select: _figure(figures[select]), "best_epoch": run.best["epoch"]}, refresh=False)
+            shown.update({select: _figure(figures[select]), "best_epoch": run.best["epoch"]})
             if patience is not None and since_best >= patience:
                 return f"no better {select} for {patience} {unit}"
             return None
@@ -429,7 +429,7 @@ def fit(network, batches: Callable[[], Iterable], loss_of: Callable[[Any], Any],
                     bar.total = schedule.total
                     bar.refresh()
                 bar.update(1)
-                bar.set_postfix(epoch=epoch, loss=f"{losses[-1]:.3f}", refresh=False)
+                bar.set_postfix({"epoch": epoch, "loss": f"{losses[-1]:.3f}", **shown}, refresh=False)
                 if bar.disable and refit:
                     say(refit)
                 if bar.disable and step % log_every == 0:
