@@ -303,8 +303,9 @@ class Schedule:
                     f"fit in {self.minutes:g} min")
         return None
 
-    def evaluate_now(self, step: int, end_of_epoch: bool) -> bool:
-        return end_of_epoch if self.per_epoch else step % self.eval_every == 0
+    def evaluate_now(self, step: int) -> bool:
+        """Whether an evaluation is due after ``step`` (besides those at each epoch's end and the run's)."""
+        return not self.per_epoch and step % self.eval_every == 0
 
     def stop_reason(self, step: int) -> str | None:
         """Why the run ends after ``step`` steps, or ``None`` while it goes on."""
@@ -379,7 +380,7 @@ def fit(network, batches: Callable[[], Iterable], loss_of: Callable[[Any], Any],
         learning_rate=schedule.lr, grad_clip=None if grad_clip is None else paddle.nn.ClipGradByGlobalNorm(grad_clip),
         parameters=network.parameters() if parameters is None else parameters)
     best_figure, best_state, losses, shown = None, None, [], {}
-    step = epoch = evaluated_at = since_best = 0
+    step = epoch = since_best = 0
     stopped = None
     unit = "epochs" if schedule.per_epoch else "evaluations"
     schedule.start = time.time()
@@ -388,12 +389,11 @@ def fit(network, batches: Callable[[], Iterable], loss_of: Callable[[Any], Any],
 
         def checkpoint() -> str | None:
             """Evaluate, keep the weights if they are the best so far; why to stop, if patience ran out."""
-            nonlocal best_figure, best_state, evaluated_at, since_best
+            nonlocal best_figure, best_state, since_best
             network.eval()
             with schedule.evaluating():
                 figures = dict(evaluate())
             network.train()
-            evaluated_at = step
             entry = {"epoch": epoch if schedule.per_epoch else round(step / schedule.steps_per_epoch, 2),
                      "step": step, **{k: round(v, 4) if isinstance(v, float) else v for k, v in figures.items()},
                      "train_loss": round(sum(losses) / max(1, len(losses)), 4),
@@ -436,7 +436,7 @@ def fit(network, batches: Callable[[], Iterable], loss_of: Callable[[Any], Any],
                     say(f"step {step}/{schedule.total} (epoch {epoch}) loss {sum(losses) / len(losses):.4f} "
                         f"lr {schedule.lr_at(step):.2e}")
                 end = schedule.stop_reason(step)
-                if end or schedule.evaluate_now(step, end_of_epoch=False):
+                if end or schedule.evaluate_now(step):
                     lost_patience = checkpoint()
                     stopped = end or lost_patience
                 if stopped:
@@ -445,7 +445,7 @@ def fit(network, batches: Callable[[], Iterable], loss_of: Callable[[Any], Any],
                 from .errors import TrainingDataError
 
                 raise TrainingDataError("an epoch of training drew no batches: the training set is empty")
-            if stopped is None and evaluated_at != step and schedule.evaluate_now(step, end_of_epoch=True):
+            if stopped is None and schedule.per_epoch:
                 stopped = checkpoint()
         run.history[-1]["stopped"] = stopped
         run.steps, run.minutes = step, (time.time() - schedule.start) / 60

@@ -48,12 +48,12 @@ def test_schedule_warms_up_then_decays_to_the_floor():
     assert schedule.lr_at(60) == pytest.approx(0.525)           # halfway through the decay: halfway to the floor
     assert schedule.lr_at(110) == pytest.approx(0.05) and schedule.lr_at(500) == 0.05
     assert schedule.eval_every == 27
-    assert [s for s in range(1, 111) if schedule.evaluate_now(s, end_of_epoch=False)] == [27, 54, 81, 108]
+    assert [s for s in range(1, 111) if schedule.evaluate_now(s)] == [27, 54, 81, 108]
     assert schedule.after_step(30) is None          # no budget: never refitted
     assert schedule.stop_reason(109) is None and schedule.stop_reason(110) == "--epochs 2.2 done"
     constant = Schedule(lr=0.5, steps_per_epoch=4, epochs=3)
-    assert {constant.lr_at(s) for s in range(12)} == {0.5} and constant.per_epoch
-    assert not constant.evaluate_now(4, end_of_epoch=False) and constant.evaluate_now(4, end_of_epoch=True)
+    assert {constant.lr_at(s) for s in range(12)} == {0.5}
+    assert constant.per_epoch and not any(constant.evaluate_now(s) for s in range(12))     # fit evaluates each epoch
 
 
 def test_schedule_fits_the_run_to_the_minutes(monkeypatch):
