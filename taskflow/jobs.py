@@ -47,6 +47,8 @@ _LOCATION = re.compile(r"^.*?:\d+: ")  # the "file:line: " that starts a bad rec
 
 @dataclass
 class JobSummary:
+    """What one run of a job did (``run_file``'s answer); ``messages`` are also logged as warnings."""
+
     input: str
     output: str
     read: int = 0           # records read by this run
