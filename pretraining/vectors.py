@@ -14,7 +14,8 @@ What is written to ``--out``:
 
 * ``vectors.npz``: for each kind ``K`` in ``char``, ``bigram``, ``word``: ``K_tokens`` (the
   strings, most frequent first), ``K_counts`` (corpus counts) and ``K_vectors`` (float16 rows,
-  one per token).  Loaded with ``np.load(allow_pickle=False)``; see :func:`load_vectors`.
+  one per token), loaded with ``np.load(allow_pickle=False)`` (:func:`taskflow.training.load_vectors`).
+  A recipe starts its embedding tables from it with ``--vectors DIR``.
 * ``vectors.json``: the sources, the settings, the counts and sizes, minutes per kind, and each
   kind's nearest neighbours for a few probe tokens (a quick look at what was learned).
 
@@ -168,40 +169,6 @@ def train_kind(kind: str, token_file: Path, settings: Settings) -> dict:
         "tokens": np.array(tokens), "counts": counts, "vectors": vectors.vectors.astype(np.float16),
         "minutes": round((time.monotonic() - started) / 60, 1), "probes": probes,
     }
-
-
-def load_vectors(path: str | os.PathLike, kind: str) -> tuple[dict[str, int], np.ndarray]:
-    """``(token -> row, float32 matrix)`` of one kind from a ``vectors.npz`` (a folder or the file)."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "vectors.npz"
-    with np.load(path, allow_pickle=False) as data:
-        tokens = [str(t) for t in data[f"{kind}_tokens"]]
-        matrix = data[f"{kind}_vectors"].astype(np.float32)
-    return {t: i for i, t in enumerate(tokens)}, matrix
-
-
-def initial_embeddings(vocab: dict[str, int], vectors: tuple[dict[str, int], np.ndarray], dim: int,
-                       seed: int = 0) -> tuple[np.ndarray, float]:
-    """An embedding matrix for ``vocab`` (token -> id) whose rows are the pretrained vectors where
-    they exist, scaled to the usual init's spread, and small random rows elsewhere; and the share
-    of ``vocab`` covered.  Vectors wider than ``dim`` are cut to their first principal components."""
-    index, matrix = vectors
-    matrix = matrix - matrix.mean(axis=0, keepdims=True)
-    if matrix.shape[1] > dim:
-        _, _, components = np.linalg.svd(matrix[: min(len(matrix), 50_000)], full_matrices=False)
-        matrix = matrix @ components[:dim].T
-    rng = np.random.default_rng(seed)
-    scale = 0.1
-    out = rng.uniform(-scale, scale, size=(max(vocab.values()) + 1, dim)).astype(np.float32)
-    std = float(matrix.std()) or 1.0
-    hits = 0
-    for token, row in vocab.items():
-        found = index.get(token)
-        if found is not None:
-            out[row, : matrix.shape[1]] = matrix[found] / std * (scale / np.sqrt(3))
-            hits += 1
-    return out, hits / max(1, len(vocab))
 
 
 def main(argv=None) -> None:

@@ -48,7 +48,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 __all__ = ["fit", "Fit", "Schedule", "length_batches", "recipe_parser", "PackageDraft", "update_manifest",
            "framework_versions", "snapshot", "restore", "jieba_cut", "log", "portable_path", "seed_all",
            "fast_cpu_math", "add_own_data_options", "own_data_defaults", "read_labelled", "LabelledExample",
-           "split_off_dev", "check_label_sets", "sorted_labels", "classification_report", "print_report", "progress"]
+           "split_off_dev", "check_label_sets", "sorted_labels", "classification_report", "print_report", "progress",
+           "load_vectors", "pretrained_embeddings"]
 
 
 def recipe_parser(task: str, doc: str | None, *, data: str | None, name: str | None, seed: int = 1,
@@ -667,3 +668,45 @@ def progress(total: int | None, description: str, *, quiet: bool):
 
     return progress_bar(total=total, desc=description, unit="step", disable=True if quiet else None,
                         dynamic_ncols=True, leave=False)
+
+
+# ------------------------------------------------------------------ corpus vectors (pretraining/vectors.py)
+def load_vectors(path: str | os.PathLike, kind: str) -> tuple[list[str], "np.ndarray"]:
+    """``(tokens, float32 matrix)`` of one kind (``char``, ``bigram``, ``word``) from the ``vectors.npz``
+    that ``python -m pretraining.vectors`` writes (a folder or the file); tokens most frequent first."""
+    import numpy as np
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / "vectors.npz"
+    with np.load(path, allow_pickle=False) as data:
+        if f"{kind}_tokens" not in data:
+            raise SystemExit(f"{path} has no {kind} vectors (trained kinds: "
+                             f"{sorted(k[:-7] for k in data.files if k.endswith('_tokens'))})")
+        return [str(t) for t in data[f"{kind}_tokens"]], data[f"{kind}_vectors"].astype(np.float32)
+
+
+def pretrained_embeddings(vocab: Sequence[str], tokens: Sequence[str], matrix: "np.ndarray", dim: int, *,
+                          scale: float, seed: int = 0) -> tuple["np.ndarray", float]:
+    """An embedding table for ``vocab`` (row i is ``vocab[i]``): the corpus vector where there is one,
+    else a uniform random row in ``[-scale, scale]`` (the network's own init); and the share of
+    ``vocab`` covered.  Vectors are centred and rescaled to that init's spread, so a pretrained row
+    and a random one start at the same size; vectors wider than ``dim`` keep their first ``dim``
+    principal components.  Row 0 (padding) stays zero."""
+    import numpy as np
+
+    matrix = matrix - matrix.mean(axis=0, keepdims=True)
+    if matrix.shape[1] > dim:
+        _, _, components = np.linalg.svd(matrix[:50_000], full_matrices=False)
+        matrix = matrix @ components[:dim].T
+    matrix = matrix / (float(matrix.std()) or 1.0) * (scale / np.sqrt(3.0))   # a uniform init's std
+    index = {token: row for row, token in enumerate(tokens)}
+    table = np.random.default_rng(seed).uniform(-scale, scale, size=(len(vocab), dim)).astype(np.float32)
+    hits = 0
+    for row, token in enumerate(vocab):
+        found = index.get(token)
+        if found is not None:
+            table[row, : matrix.shape[1]] = matrix[found]
+            hits += 1
+    table[0] = 0.0
+    return table, hits / max(1, len(vocab))

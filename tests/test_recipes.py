@@ -17,6 +17,7 @@ import pytest
 from taskflow import Taskflow
 from taskflow.cli import main as cli
 from taskflow.packages import Manifest
+from taskflow.training import pretrained_embeddings
 
 jieba = pytest.importorskip("jieba")     # every recipe but sentiment's finds words with it
 
@@ -122,6 +123,27 @@ def test_lexical_recipe(tmp_path):
                      *tiny)
     assert manifest["training"]["data"]["lexicons"][-1] == "jieba_dict_small/dict_small.tsv"
     assert set(manifest["metrics"]) >= {"msra_dev_segmentation", "msra_ner_test_entities", "ud_gsd_test_coarse_pos"}
+
+    # Corpus vectors (pretraining/vectors.py's file): their chars and bigrams join the vocabulary and the
+    # tables start from them.  '鑫' and '鑫鑫' are in no training sentence.
+    rng_np = np.random.default_rng(0)
+    vectors = {"char_tokens": np.array(["王", "鑫"]), "char_vectors": rng_np.normal(size=(2, 16)).astype(np.float16),
+               "bigram_tokens": np.array(["王芳", "鑫鑫"]), "bigram_vectors": rng_np.normal(size=(2, 16)).astype(np.float16)}
+    np.savez(tmp_path / "vectors.npz", **vectors)
+    with_vectors = train("lexical_analysis", "--data-dir", str(data), "--out", str(tmp_path / "vec"), "--epochs", "1",
+                         "--num-layers", "1", *tiny, "--no-evaluate", "--vectors", str(tmp_path), "--lr", "0")
+    vocab = json.loads((tmp_path / "vec" / "vocab.json").read_text(encoding="utf-8"))
+    assert "鑫" in vocab["chars"] and "鑫鑫" in vocab["bigrams"]
+    weights = np.load(tmp_path / "vec" / "weights.npz")
+    table = {k: v for k, v in weights.items() if k.endswith("char_emb.weight")}
+    (char_table,) = table.values()
+    # With lr 0 the trained table is the initial one: the corpus rows, cut to 8 dims, as the recipe made them.
+    rows = [vocab["chars"].index(c) for c in ("王", "鑫")]
+    got = char_table[rows].astype(np.float32)
+    expected, coverage = pretrained_embeddings(vocab["chars"], ["王", "鑫"], vectors["char_vectors"].astype(np.float32),
+                                               8, scale=0.1, seed=1)
+    assert np.allclose(got, expected[rows], atol=1e-3) and coverage == 2 / len(vocab["chars"])
+    assert "pretrained_embeddings" in with_vectors["training"]
 
     (words,) = Taskflow("lexical_analysis", task_path=out)(["李明在上海见到了王芳"])
     assert "".join(words["segs"]) == "李明在上海见到了王芳" and len(words["tags"]) == len(words["segs"])

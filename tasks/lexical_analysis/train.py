@@ -23,11 +23,12 @@ import random
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
-from taskflow.training import (PackageDraft, Schedule, fit, framework_versions, length_batches, log, recipe_parser,
-                               seed_all, update_manifest)
+from taskflow.training import (PackageDraft, Schedule, fit, framework_versions, length_batches, load_vectors, log,
+                               pretrained_embeddings, recipe_parser, seed_all, update_manifest)
 
 from . import BOS, EOS, NORMALIZATION, encode, normalize
 from .augment import augment, name_list_sentences
@@ -85,18 +86,24 @@ def with_spaces(words: list[tuple[str, str]], rng: random.Random, rate: float) -
     return out
 
 
-def build_vocab(texts: list[str], min_char: int, min_bigram: int,
-                max_bigrams: int = 0) -> tuple[list[str], list[str]]:
+def build_vocab(texts: list[str], min_char: int, min_bigram: int, max_bigrams: int = 0,
+                corpus_chars: Sequence[str] = (), corpus_bigrams: Sequence[str] = ()) -> tuple[list[str], list[str]]:
     """Chars and bigrams seen often enough; at most ``max_bigrams`` bigrams, the most frequent (the
-    bigram table is most of the package's size)."""
+    bigram table is most of the package's size).  ``corpus_chars``/``corpus_bigrams`` (the corpus
+    vectors' tokens, most frequent first) are added: a char or bigram the training text lacks but
+    the corpus has is then a row with a meaning, not [UNK]; bigrams share ``max_bigrams`` with the
+    training text's, which come first."""
     chars, bigrams = Counter(), Counter()
     for text in texts:
         chars.update(text)
         padded = BOS + text + EOS
         bigrams.update(padded[i:i + 2] for i in range(len(text) + 1))
-    char_list = ["[PAD]", "[UNK]"] + sorted(c for c, n in chars.items() if n >= min_char)
-    frequent = [(b, n) for b, n in bigrams.most_common(max_bigrams or None) if n >= min_bigram]
-    bigram_list = ["[PAD]", "[UNK]"] + sorted(b for b, _ in frequent)
+    kept_chars = {c for c, n in chars.items() if n >= min_char} | set(corpus_chars)
+    char_list = ["[PAD]", "[UNK]"] + sorted(kept_chars - {"[PAD]", "[UNK]"})
+    kept = [b for b, n in bigrams.most_common() if n >= min_bigram]
+    seen = set(kept)
+    kept += [b for b in corpus_bigrams if b not in seen]
+    bigram_list = ["[PAD]", "[UNK]"] + sorted(kept[:max_bigrams or None])
     return char_list, bigram_list
 
 
@@ -216,10 +223,29 @@ def training_examples(args, paths: dict[str, Path], rng: random.Random):
     pieces = [with_spaces(p, rng, 0.15) if rng.random() < args.space_rate else p for p in pieces]
     examples = [sentence_to_example(p) for p in pieces]
     # The vocabulary comes from the real pieces only: made-up names would add rare chars and bigrams.
+    corpus = {kind: load_vectors(args.vectors, kind)[0] for kind in ("char", "bigram")} if args.vectors else {}
     char_list, bigram_list = build_vocab([t for t, _ in examples[:len(real)]], args.min_char_count,
-                                         args.min_bigram_count, args.max_bigrams)
+                                         args.min_bigram_count, args.max_bigrams,
+                                         corpus_chars=corpus.get("char", ()),
+                                         corpus_bigrams=corpus.get("bigram", ())[:args.corpus_bigrams])
     log(f"{len(examples)} training pieces, {len(char_list)} chars, {len(bigram_list)} bigrams")
     return examples, char_list, bigram_list, lexicon, dev_gold
+
+
+def start_from_vectors(network, vectors: str, char_list: list[str], bigram_list: list[str], seed: int) -> dict:
+    """The char and bigram tables start from the corpus vectors (``pretraining/vectors.py``); the
+    share of each vocabulary they cover is logged and returned."""
+    import paddle
+
+    coverage = {}
+    for kind, vocab, layer in (("char", char_list, network.char_emb), ("bigram", bigram_list, network.bigram_emb)):
+        if layer is None:
+            continue
+        tokens, matrix = load_vectors(vectors, kind)
+        table, coverage[kind] = pretrained_embeddings(vocab, tokens, matrix, layer.weight.shape[1], scale=0.1, seed=seed)
+        layer.weight.set_value(paddle.to_tensor(table, dtype=layer.weight.dtype))
+    log(f"embeddings from {vectors}: " + ", ".join(f"{k} {v:.1%} of the vocabulary" for k, v in coverage.items()))
+    return coverage
 
 
 def train(args) -> None:
@@ -247,6 +273,8 @@ def train(args) -> None:
     if args.network == "idcnn_crf":   # the manifest names the block, so the package rebuilds the same network
         architecture["dilations"] = list(kind.DILATIONS)
     network = kind(**architecture, dropout=args.dropout)
+    if args.vectors:
+        start_from_vectors(network, args.vectors, char_list, bigram_list, args.seed)
 
     def evaluate():
         scores = score_msra(predict_dynamic(network, dev_texts, chars, bigrams), dev_gold)
@@ -307,7 +335,9 @@ def write(args, network, architecture, char_list, bigram_list, run, lexicon) -> 
                 "hyper_parameters": {k: getattr(args, k) for k in (
                     "epochs", "batch_size", "lr", "dropout", "max_train_length", "min_char_count",
                     "min_bigram_count", "max_bigrams", "space_rate", "replace_share", "name_lists", "seed",
-                    "time_budget", "silver_lines", "select_on_genres")},
+                    "time_budget", "silver_lines", "select_on_genres", "corpus_bigrams")},
+                **({"pretrained_embeddings": f"char and bigram tables from corpus vectors ({Path(args.vectors).name}, "
+                                             "pretraining/vectors.py)"} if args.vectors else {}),
                 "augmentation": "mention replacement and synthetic name lists from training names (augment.py)",
                 **run.summary(),
                 "selection": ("best mean of MSRA dev segmentation F1, entity F1, CLUENER dev (mapped) and genre dev "
@@ -519,6 +549,12 @@ def parse_args(argv):
     parser.add_argument("--silver-lines", type=int, default=0, help="corpus lines to label with the teacher")
     parser.add_argument("--select-on-genres", action="store_true",
                         help="pick the epoch on MSRA dev and the CLUENER / genre dev sets together")
+    parser.add_argument("--vectors", metavar="DIR",
+                        help="corpus vectors (python -m pretraining.vectors --out DIR): char and bigram tables start "
+                             "from them, and their chars and most frequent bigrams join the vocabulary")
+    parser.add_argument("--corpus-bigrams", type=int, default=50000,
+                        help="with --vectors: the corpus's most frequent bigrams added to the training text's "
+                             "(within --max-bigrams)")
     parser.add_argument("--max-bigrams", type=int, default=100000,
                         help="keep at most this many bigrams, the most frequent (package size)")
     parser.add_argument("--evaluate-only", metavar="PACKAGE", help="only evaluate an existing package")
