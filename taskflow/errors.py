@@ -19,7 +19,6 @@ __all__ = [
     "OfflineModeError",
     "DownloadError",
     "ChecksumError",
-    "UnsafeArchiveError",
     "ManifestError",
     "OptionError",
     "DeviceError",
@@ -95,10 +94,6 @@ class DownloadError(TaskflowError, OSError):
 
 class ChecksumError(DownloadError):
     """A file's sha256 or size differs from what its manifest pins."""
-
-
-class UnsafeArchiveError(TaskflowError, ValueError):
-    """An archive member would be written outside the extraction directory."""
 
 
 class OptionError(TaskflowError, ValueError, TypeError):
