@@ -32,6 +32,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PKUSEG_HOME = os.path.join(HERE, ".venv", "pkuseg_home")
 sys.path.insert(0, os.path.dirname(HERE))
 from common import timed  # noqa: E402  (benchmarks/common.py: the same timing as the in-process engines)
+# The LAC loader the lexical recipe's teacher uses (it imports nothing from taskflow, so it runs here too).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tasks", "lexical_analysis"))
+from lac_labels import load_lac  # noqa: E402
 
 
 def dist_version(name):
@@ -49,28 +52,7 @@ def load(engine, threads):
     """``(run, info)``: run(list of texts) -> list of (words, tags)."""
     info = {"python": sys.version.split()[0]}
     if engine in ("lac", "lac2"):
-        import paddle
-
-        if not hasattr(paddle, "fluid"):
-            # Paddle 2.6 renamed paddle.fluid to paddle.base (the same API for what LAC 2.1.2 uses);
-            # LAC imports the old name.  Paddle 1.8.5 (the Python 3.8 venv) still has it.
-            import paddle.base
-
-            sys.modules.setdefault("paddle.fluid", paddle.base)
-            sys.modules.setdefault("paddle.fluid.core", paddle.base.core)
-        import LAC.models
-        from LAC import LAC as Lac
-
-        if engine == "lac2":
-            plain = LAC.models.AnalysisConfig
-
-            def configured(*args):
-                config = plain(*args)
-                config.set_cpu_math_library_num_threads(threads)
-                return config
-
-            LAC.models.AnalysisConfig = configured
-        lac = Lac(mode="lac")
+        lac = load_lac(threads if engine == "lac2" else None)
         info.update(LAC=dist_version("LAC"), paddlepaddle=dist_version("paddlepaddle"),
                     math_threads=threads if engine == "lac2" else 1)
 

@@ -28,24 +28,30 @@ import tempfile
 import time
 
 
-def load_lac(threads: int):
+def load_lac(threads: int | None = None):
+    """``LAC(mode="lac")``; ``threads`` sets its math library's threads (None: LAC's own default, 1).
+    Also what benchmarks/peers/runner.py runs, on Paddle 1.8.5 and 2.6 alike."""
     import paddle
-    import paddle.base
 
-    # LAC 2.1.2 imports paddle.fluid, which Paddle 2.6 renamed paddle.base (same API for what LAC uses).
-    sys.modules.setdefault("paddle.fluid", paddle.base)
-    sys.modules.setdefault("paddle.fluid.core", paddle.base.core)
+    if not hasattr(paddle, "fluid"):
+        # Paddle 2.6 renamed paddle.fluid to paddle.base (the same API for what LAC 2.1.2 uses);
+        # LAC imports the old name.  Paddle 1.8.5 still has it.
+        import paddle.base
+
+        sys.modules.setdefault("paddle.fluid", paddle.base)
+        sys.modules.setdefault("paddle.fluid.core", paddle.base.core)
     import LAC.models
     from LAC import LAC as Lac
 
-    plain = LAC.models.AnalysisConfig
+    if threads is not None:
+        plain = LAC.models.AnalysisConfig
 
-    def configured(*args):
-        config = plain(*args)
-        config.set_cpu_math_library_num_threads(threads)
-        return config
+        def configured(*args):
+            config = plain(*args)
+            config.set_cpu_math_library_num_threads(threads)
+            return config
 
-    LAC.models.AnalysisConfig = configured
+        LAC.models.AnalysisConfig = configured
     return Lac(mode="lac")
 
 
