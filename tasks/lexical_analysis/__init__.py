@@ -28,6 +28,7 @@ longer than the model's window are split at sentence ends and joined back.
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from typing import Any
 
@@ -125,8 +126,7 @@ def mark_unseen_symbols(text: str, known: dict[str, int], begins: list[bool], ta
             run = False
 
 
-def _alnum(ch: str) -> bool:
-    return ch.isascii() and ch.isalnum()
+_LATIN_RUN = re.compile(r"[0-9A-Za-z]{2,}")   # normalised text: full-width Latin is half-width here
 
 
 def keep_latin_runs_whole(text: str, begins: list[bool], tags: list[str]) -> None:
@@ -135,10 +135,10 @@ def keep_latin_runs_whole(text: str, begins: list[bool], tags: list[str]) -> Non
     them where their chars' statistics look like a boundary (``iPho|ne``).  Each char of a run goes on
     the word that holds the run's first char, with its tag.  ``text`` is the normalised text (half-width,
     so full-width Latin counts too); ``begins``/``tags`` are changed in place."""
-    for i in range(1, len(text)):
-        if _alnum(text[i]) and _alnum(text[i - 1]):
-            begins[i] = False
-            tags[i] = tags[i - 1]
+    for run in _LATIN_RUN.finditer(text):   # most texts have none: no per-char Python loop
+        start, end = run.span()
+        begins[start + 1:end] = [False] * (end - start - 1)
+        tags[start + 1:end] = [tags[start]] * (end - start - 1)
 
 
 def words_from_labels(text: str, begins: list[bool], tags: list[str]) -> list[tuple[int, int, str]]:
