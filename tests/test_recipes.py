@@ -167,7 +167,8 @@ def test_lexical_recipe(tmp_path):
                   "--num-layers", "1", *tiny, "--teacher", str(out), "--silver-corpus", str(corpus), "--silver-lines",
                   "8", "--select-on-genres", "--max-bigrams", "50")
     assert again["architecture"]["bigram_vocab_size"] <= 52
-    assert set(again["training"]["data"]["other_genres"]) == {"teacher", "cluener_train", "silver"}
+    assert set(again["training"]["data"]["other_genres"]) == {"teacher", "cluener_train", "silver", "referee"}
+    assert again["training"]["data"]["other_genres"]["referee"].startswith("jieba")    # no --lac-python
     assert [h["epoch"] for h in again["training"]["history"]] == [1, 2]
     assert all({"cluener_dev", "genre_dev"} <= set(h) for h in again["training"]["history"])   # scored every epoch
     assert again["training"]["best_epoch"] == max(again["training"]["history"], key=lambda h: h["selection"])["epoch"]
@@ -183,6 +184,40 @@ def test_cluener_mentions_are_imposed_on_the_teachers_words():
     # A gold span joins words; what the teacher said elsewhere stays.
     assert _impose(6, [(0, 1, "n"), (1, 3, "v"), (3, 6, "n")], [(1, 6, "LOC")]) == [(0, 1, "n"), (1, 6, "LOC")]
 
+
+
+def test_silver_entities_are_refereed_and_lac_spans_imposed():
+    from taskflow.tasks.lexical_analysis.silver import silver_words
+
+    text = "哈哈今天和小米的雷军去了深圳"
+    # The teacher (MSRA-trained) reads laughter as a place and misses the company and the city.
+    teacher = [(0, 2, "LOC"), (2, 4, "t"), (4, 5, "p"), (5, 7, "nz"), (7, 8, "u"), (8, 10, "PER"), (10, 12, "v"),
+               (12, 13, "n"), (13, 14, "n")]
+    lac = [(0, 2, "xc"), (2, 4, "TIME"), (4, 5, "p"), (5, 7, "ORG"), (7, 8, "u"), (8, 10, "PER"), (10, 11, "v"),
+           (11, 12, "u"), (12, 14, "LOC")]
+    referee = {(s, e): t for s, e, t in lac}
+    out = silver_words(text, teacher, referee, [span for span in lac if span[2] in ("PER", "LOC", "ORG")])
+    assert out == [(0, 2, "xc"),                   # the claim dropped, the referee's tag for the same word
+                   (2, 4, "t"), (4, 5, "p"),        # the teacher's POS where no entity is at stake
+                   (5, 7, "ORG"), (7, 8, "u"),       # LAC's entity imposed
+                   (8, 10, "PER"),                  # both agree: kept
+                   (10, 12, "v"),                   # the teacher's (MSRA's) word boundaries, not LAC's 去/了
+                   (12, 14, "LOC")]                 # LAC's span joins the teacher's two chars
+    # Without a referee's word at the same span, a refused entity is a proper noun of no type.
+    assert silver_words("哈哈", [(0, 2, "PER")], {}) == [(0, 2, "nz")]
+
+
+def test_lac_labels_file_and_review_splits_as_silver_sources(tmp_path):
+    from taskflow.tasks.lexical_analysis.silver import corpus_lines, read_lac_labels
+
+    labels = tmp_path / "lac.jsonl"
+    labels.write_text(json.dumps({"text": "雷军在深圳", "words": ["雷军", "在", "深圳"], "tags": ["PER", "p", "LOC"]},
+                                 ensure_ascii=False) + "\n"
+                      + json.dumps({"text": "a  b", "words": None, "tags": None}) + "\n", encoding="utf-8")
+    assert read_lac_labels(labels) == {"雷军在深圳": [(0, 2, "PER"), (2, 3, "p"), (3, 5, "LOC")]}  # unspelled: none
+    reviews = tmp_path / "train.tsv"
+    reviews.write_text("label\ttext\tcat\n1\t送餐特别快,态度也好,辛苦啦\t外卖\n0\t太短\t外卖\n", encoding="utf-8")
+    assert corpus_lines([reviews], 5) == ["送餐特别快,态度也好,辛苦啦"]       # the text column; short lines left out
 
 # --------------------------------------------------------------------- text_similarity
 

@@ -32,8 +32,8 @@ from taskflow.training import (PackageDraft, Schedule, fit, framework_versions, 
 
 from . import BOS, EOS, NORMALIZATION, encode, normalize
 from .augment import augment, name_list_sentences
-from .silver import (CLUENER_TO_LAC, Teacher, cluener_sentences, corpus_lines, read_genre_dev, silver_sentences,
-                     word_spans)
+from .silver import (CLUENER_TO_LAC, Teacher, cluener_sentences, corpus_lines, read_genre_dev, run_lac,
+                     silver_sentences, word_spans)
 from .data import (LAC_TAGS, LAC_TO_COARSE, UPOS_TO_COARSE, JIEBA_TO_LAC, Lexicon, derive_sentence, is_punctuation,
                    read_bio_file, read_conll, read_word_tag_file, tag_counts)
 
@@ -112,16 +112,24 @@ def other_genres(args, paths: dict[str, Path]) -> list[list[tuple[str, str]]]:
     ``--teacher`` (silver.py); none without a teacher."""
     if not args.teacher:
         return []
-    teacher = Teacher(args.teacher)
-    sentences = []
-    if paths.get("cluener_train"):
-        sentences += cluener_sentences(paths["cluener_train"], teacher)
-        log(f"CLUENER train: {len(sentences)} sentences, gold entities mapped, the teacher's words elsewhere")
+    cluener = [json.loads(line)["text"] for line in paths["cluener_train"].read_text(encoding="utf-8").splitlines()
+               if line.strip()] if paths.get("cluener_train") else []
+    lines = []
     if args.silver_lines and args.silver_corpus:
         exclude = {text for text, _ in read_genre_dev(paths["genre_dev"])} if paths.get("genre_dev") else set()
         lines = corpus_lines(args.silver_corpus.split(","), args.silver_lines, exclude=exclude, seed=args.seed)
+    lac = run_lac(args.lac_python, cluener + lines, args.lac_labels) if args.lac_python else {}
+    referee = "LAC" if lac else "jieba"
+    teacher = Teacher(args.teacher, lac=lac)
+    sentences = []
+    if cluener:
+        sentences += cluener_sentences(paths["cluener_train"], teacher)
+        log(f"CLUENER train: {len(sentences)} sentences, gold entities mapped, the teacher's words elsewhere, "
+            f"its other entities checked by {referee}")
+    if lines:
         silver = silver_sentences(lines, teacher)
-        log(f"silver: {len(silver)} corpus lines labelled by the teacher, entities checked by jieba")
+        log(f"silver: {len(silver)} lines labelled by the teacher, entities checked by {referee}"
+            + (", LAC's entities imposed" if lac else ""))
         sentences += silver
     return sentences
 
@@ -328,8 +336,10 @@ def write(args, network, architecture, char_list, bigram_list, run, lexicon) -> 
                         "teacher": Path(args.teacher).name,
                         "cluener_train": "CLUENER 2020 train, gold name/address/organization/company/government "
                                          "as PER/LOC/ORG, position/book/movie/game as n/nw (silver.py)",
-                        "silver": f"{args.silver_lines} corpus lines from {args.silver_corpus and [Path(c).name for c in args.silver_corpus.split(',')]}, "
-                                  "teacher labels, entities kept where jieba agrees",
+                        "silver": f"{args.silver_lines} lines from {args.silver_corpus and [Path(c).name for c in args.silver_corpus.split(',')]}, "
+                                  "teacher labels, " + ("entities checked by LAC and LAC's entities imposed"
+                                                        if args.lac_python else "entities kept where jieba agrees"),
+                        "referee": "LAC (lac_labels.py)" if args.lac_python else "jieba " + md.version("jieba"),
                     }} if args.teacher else {}),
                 },
                 "hyper_parameters": {k: getattr(args, k) for k in (
@@ -545,8 +555,15 @@ def parse_args(argv):
     parser.add_argument("--teacher", metavar="PACKAGE",
                         help="a lexical package that labels the CLUENER and corpus sentences (silver.py); "
                              "without it the recipe trains on MSRA alone, as before")
-    parser.add_argument("--silver-corpus", help="comma-separated corpus files (gzip) for silver sentences")
+    parser.add_argument("--silver-corpus",
+                        help="comma-separated files for silver sentences: corpus parts (gzip, a text a line) or "
+                             "labelled sets' train splits (.tsv with a text column)")
     parser.add_argument("--silver-lines", type=int, default=0, help="corpus lines to label with the teacher")
+    parser.add_argument("--lac-python", metavar="PYTHON",
+                        help="the Python of a venv with Baidu LAC (lac_labels.py): LAC referees the teacher's "
+                             "entities and gives the silver lines' entities (silver.py); without it, jieba referees")
+    parser.add_argument("--lac-labels", metavar="FILE",
+                        help="with --lac-python: where LAC's labels are kept (JSON lines), and read from on a re-run")
     parser.add_argument("--select-on-genres", action="store_true",
                         help="pick the epoch on MSRA dev and the CLUENER / genre dev sets together")
     parser.add_argument("--vectors", metavar="DIR",
@@ -583,7 +600,10 @@ def parse_args(argv):
     parser.add_argument("--dev-name-lists", type=int, default=200,
                         help="synthetic name lists of dev names that selection and evaluation score")
     parser.add_argument("--limit", type=int, default=0, help="use only this many training sentences (smoke tests)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.lac_python and not args.lac_labels:
+        parser.error("--lac-python needs --lac-labels FILE (where LAC's labels are kept for a re-run)")
+    return args
 
 
 def main(argv=None) -> int:
