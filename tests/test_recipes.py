@@ -187,7 +187,7 @@ def test_cluener_mentions_are_imposed_on_the_teachers_words():
 
 
 def test_silver_entities_are_refereed_and_lac_spans_imposed():
-    from taskflow.tasks.lexical_analysis.silver import silver_words
+    from taskflow.tasks.lexical_analysis.silver import name_spans, silver_words
 
     text = "哈哈今天和小米的雷军去了深圳"
     # The teacher (MSRA-trained) reads laughter as a place and misses the company and the city.
@@ -203,6 +203,8 @@ def test_silver_entities_are_refereed_and_lac_spans_imposed():
                    (8, 10, "PER"),                  # both agree: kept
                    (10, 12, "v"),                   # the teacher's (MSRA's) word boundaries, not LAC's 去/了
                    (12, 14, "LOC")]                 # LAC's span joins the teacher's two chars
+    # LAC's spans with a space or symbol inside are guesses, not names; joiners stay.
+    assert name_spans("喝蒙牛死全家# #让-保罗", [(1, 9, "ORG"), (9, 13, "PER"), (0, 1, "v")]) == [(9, 13, "PER")]
     # Without a referee's word at the same span, a refused entity is a proper noun of no type.
     assert silver_words("哈哈", [(0, 2, "PER")], {}) == [(0, 2, "nz")]
 

@@ -72,8 +72,9 @@ class Teacher:
         return self.jieba_tags(text)
 
     def lac_entities(self, text: str) -> list[tuple[int, int, str]]:
-        """LAC's PER/LOC/ORG spans in ``text`` (none when LAC did not label it)."""
-        return [(s, e, t) for s, e, t in self.lac.get(text, ()) if t in ENTITY_TAGS]
+        """LAC's PER/LOC/ORG spans in ``text`` (none when LAC did not label it), less those with a
+        space or a symbol inside (蒙牛死全家# #/ORG: LAC's off-genre guesses, not names)."""
+        return name_spans(text, self.lac.get(text, ()))
 
     def jieba_tags(self, text: str) -> dict[tuple[int, int], str]:
         """jieba's words as ``{(start, end): LAC tag}`` (its names, places and organisations as
@@ -86,6 +87,16 @@ class Teacher:
             spans[(start, end)] = _JIEBA_ENTITY.get(piece.flag) or JIEBA_TO_LAC.get(piece.flag, "nz")
             start = end
         return spans
+
+
+def name_spans(text: str, spans: Iterable[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """The PER/LOC/ORG ``spans`` of ``text`` that could be names: no space or symbol inside."""
+    return [(s, e, t) for s, e, t in spans if t in ENTITY_TAGS and all(_name_char(c) for c in text[s:e])]
+
+
+def _name_char(char: str) -> bool:
+    """A char a name can hold: letters and digits of any script, and the joiners in 让-保罗 or 迈克尔·杰克逊."""
+    return char.isalnum() or char in "·•-'."
 
 
 def _checked_entities(words: list[tuple[int, int, str]], referee: dict[tuple[int, int], str],
