@@ -1,0 +1,131 @@
+"""sentiment_analysis robustness (issue 24): the CheckList-style suite of
+taskflow.tasks.sentiment_analysis.robustness run through the product (Taskflow, the shipped
+package) and beside the char n-gram TF-IDF + logistic regression baseline of
+accuracy_sentiment.py, trained on the same training files.
+
+    python benchmarks/robustness_sentiment.py --data ../shared/data/sentiment
+
+The invariances run on template sentences and, half of them, on ChnSentiCorp dev reviews that
+both systems get right (dev.dedup: none of them is in the training data).  Needs scikit-learn
+(`pip install '.[train]'`).  Figures go to benchmarks/RESULTS.md (section sentiment_robustness).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from accuracy_sentiment import baseline  # noqa: E402
+from common import machine, read_labelled_tsv, table, update_section  # noqa: E402
+
+REAL_SPLIT = "chnsenticorp/dev.dedup.tsv"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--data", required=True, help="the sentiment data folder (../shared/data/sentiment)")
+    parser.add_argument("--per-kind", type=int, default=300, help="cases of each kind (default 300)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-chars", type=int, default=100,
+                        help="longest dev review used as a base sentence (short ones show a perturbation's effect)")
+    args = parser.parse_args()
+    data = Path(args.data)
+
+    from taskflow import Taskflow
+    from taskflow.tasks.sentiment_analysis.robustness import (
+        INVARIANCE_KINDS, ISSUE_CASES, KINDS, LABELS, generate_cases, run_suite)
+
+    start = time.perf_counter()
+    flow = Taskflow("sentiment_analysis")
+    manifest = flow.task.manifest
+    train_files = manifest["training"]["train_files"]
+    train_texts, train_labels = [], []
+    for name in train_files:
+        texts, labels = read_labelled_tsv(data / name)
+        train_texts += texts
+        train_labels += labels
+    base = baseline(train_texts, train_labels)
+
+    def shipped(texts: list[str]) -> list[str]:
+        return [r["label"] for r in flow(texts)]
+
+    def tfidf(texts: list[str]) -> list[str]:
+        return [LABELS[i] for i in base.predict(texts)]  # 0 = negative, 1 = positive, as LABELS
+
+    dev_texts, dev_gold = read_labelled_tsv(data / REAL_SPLIT)
+    gold = [LABELS[g] for g in dev_gold]
+    real = [(t, g) for t, g, ours, theirs in zip(dev_texts, gold, shipped(dev_texts), tfidf(dev_texts))
+            if ours == theirs == g and len(t) <= args.max_chars]
+    cases = generate_cases(real, seed=args.seed, per_kind=args.per_kind)
+    real_texts = {t for t, _ in real}
+    on_real = [c for c in cases if c.original in real_texts]
+
+    reports = {name: run_suite(predict, cases) for name, predict in (("taskflow", shipped), ("tfidf", tfidf))}
+    real_reports = {name: run_suite(predict, on_real) for name, predict in (("taskflow", shipped), ("tfidf", tfidf))}
+    seconds = time.perf_counter() - start
+
+    rows = []
+    for kind in KINDS:
+        ours, theirs = reports["taskflow"][kind], reports["tfidf"][kind]
+        row = [kind, "label unchanged" if kind in INVARIANCE_KINDS else "gold label", ours["n"],
+               f"**{ours['held']:.3f}**", f"{theirs['held']:.3f}"]
+        if kind in real_reports["taskflow"]:
+            row += [real_reports["taskflow"][kind]["n"], f"{real_reports['taskflow'][kind]['held']:.3f}",
+                    f"{real_reports['tfidf'][kind]['held']:.3f}"]
+        else:
+            row += ["", "", ""]
+        rows.append(row)
+
+    issue_texts = list(dict.fromkeys(t for c in ISSUE_CASES for t in (c.original, c.text) if t is not None))
+    issue_gold = {t: c.label for c in ISSUE_CASES for t in (c.original, c.text) if t is not None}
+    issue_rows = [[t, issue_gold[t], ours, theirs]
+                  for t, ours, theirs in zip(issue_texts, shipped(issue_texts), tfidf(issue_texts))]
+
+    failure_rows = []
+    for kind in KINDS:
+        for failure in reports["taskflow"][kind]["failures"]:
+            wanted = failure["expected"] if "expected" in failure else \
+                f"what it says on {_short(failure['original'])}: {failure['original_predicted']}"
+            text = failure["text"].replace(" ", "␣").replace("\u3000", "□") if kind == "whitespace" else failure["text"]
+            failure_rows.append([kind, _short(text), failure["predicted"], wanted])
+
+    body = "\n".join([
+        "## sentiment_analysis: robustness (CheckList-style suite, issue 24)",
+        "",
+        f"Model `{manifest.name}` {manifest.version} through `Taskflow('sentiment_analysis')`, beside the char 1-3-gram "
+        f"TF-IDF + logistic regression baseline of `accuracy_sentiment.py` trained on the same {len(train_texts):,} texts. "
+        f"Cases: `taskflow.tasks.sentiment_analysis.robustness.generate_cases` (seed {args.seed}, {args.per_kind} per kind). "
+        "Invariances: a base sentence and a variant that must get the same label (trailing punctuation, extra spaces, "
+        "stray digits, an emoji agreeing with the label, a year, a price); half the bases are templates, half are "
+        f"{len(real):,} ChnSentiCorp dev.dedup reviews of at most {args.max_chars} characters that both systems label "
+        "right. Labelled kinds: template sentences with a gold label (negation, contrast: the clause after 但是/可是/不过 "
+        f"decides, internet slang). Machine: {machine()}; {seconds:.0f} s in all. "
+        "Command: `python benchmarks/robustness_sentiment.py --data ../shared/data/sentiment`.",
+        "",
+        "Share of cases that hold (invariance: label unchanged; labelled: gold label):",
+        "",
+        table(["kind", "check", "n", "taskflow", "TF-IDF + LR", "n on dev bases", "taskflow on dev bases",
+               "TF-IDF + LR on dev bases"], rows),
+        "",
+        "The issue's sentences:",
+        "",
+        table(["text", "gold", "taskflow", "TF-IDF + LR"], issue_rows),
+        "",
+        "First failures of the shipped model per kind (the issue's cases come first):",
+        "",
+        table(["kind", "text", "taskflow says", "expected"], failure_rows),
+    ])
+    update_section("sentiment_robustness", body)
+    print(body)
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = text.replace("|", "\\|")
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+if __name__ == "__main__":
+    main()
