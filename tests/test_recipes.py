@@ -247,9 +247,30 @@ def test_text_similarity_recipe(tmp_path, arch):
                      "--warmup", "2", "--evals", "2")
     assert manifest["training"]["train_files"]["lcqmc_dev"] == "lcqmc/dev.tsv"
     assert set(manifest["metrics"]["report"]) == {"lcqmc_test", "bq_test", "afqmc_dev"}
+    assert manifest["training"]["hard_negatives"] == {"requested": 0, "pairs": 0}      # off unless asked for
 
     results = Taskflow("text_similarity", task_path=out)([["怎么修改微信密码", "微信密码怎么改"], ("明天天气", "信用卡")])
     assert len(results) == 2 and all(0.0 <= r["similarity"] <= 1.0 for r in results)
+
+
+def test_text_similarity_recipe_adds_generated_pairs(tmp_path):
+    data = tmp_path / "matching"
+    for relative, suffix in {"bq_corpus/train.tsv": "", "afqmc/train.tsv": "？", "lcqmc/dev.tsv": "呢",
+                             "bq_corpus/dev.tsv": "啊", "lcqmc/test.tsv": "吗", "bq_corpus/test.tsv": "吧",
+                             "afqmc/dev.tsv": "呀"}.items():
+        tsv(data / relative, "text_a\ttext_b\tlabel",
+            [(a + suffix, b + suffix, 1) for a, b in SAME] + [(a + suffix, b + suffix, 0) for a, b in DIFFERENT])
+    out = tmp_path / "model"
+    manifest = train("text_similarity", "--data-dir", str(data), "--out", str(out), "--arch", "siamese",
+                     "--char-dim", "8", "--word-dim", "4", "--hidden", "6", "--enc-layers", "1", "--min-char", "1",
+                     "--min-word", "1", "--lcqmc-held-out", "4", "--epochs", "1", "--batch-size", "8",
+                     "--warmup", "2", "--evals", "1", "--hard-negatives", "6")
+    generated = manifest["training"]["hard_negatives"]
+    assert generated["requested"] == generated["pairs"] == manifest["training"]["train_pairs"]["generated"] == 6
+    by_kind = generated["by_kind"]
+    # Half hard negatives, half paraphrases; these questions hold entities (微信, 信用卡, 明天) to change.
+    assert by_kind["entity"] + by_kind["negation"] + by_kind["number"] + by_kind["swap"] == 3
+    assert by_kind["synonym"] + by_kind["surface"] == 3 and by_kind["entity"] > 0
 
 
 # -------------------------------------------------------------------- knowledge_mining

@@ -2,6 +2,7 @@
 
 import json
 import math
+import random
 
 import numpy as np
 import pytest
@@ -259,3 +260,96 @@ def test_shipped_model_scores_near_duplicates_high_unrelated_low_and_is_symmetri
     forward, backward = flow(pairs), flow([[b, a] for a, b in pairs])
     np.testing.assert_allclose(_scores(forward), _scores(backward), atol=1e-5)
     assert forward[0]["similarity"] > forward[1]["similarity"]
+
+
+# ------------------------------------------------- generated pairs (augment.py) and the swap dev set
+
+def test_swap_roles_makes_a_negative_and_skips_identical_or_joined_entities():
+    from taskflow.tasks.text_similarity.augment import GeneratedPair, swap_roles
+
+    rng = random.Random(0)
+    assert swap_roles("北京到上海的高铁票多少钱", rng) == GeneratedPair("北京到上海的高铁票多少钱", "上海到北京的高铁票多少钱",
+                                                                0, "swap")
+    assert swap_roles("张三欠李四多少钱", rng).text2 == "李四欠张三多少钱"
+    assert swap_roles("我给他转账了怎么撤回", rng).text2 == "他给我转账了怎么撤回"
+    assert swap_roles("余额宝转入花呗", rng).text2 == "花呗转入余额宝"
+    assert swap_roles("北京到北京的高铁", rng) is None           # the same entity twice: swapped, the same question
+    assert swap_roles("你给您转账", rng) is None                 # 你 and 您 are one person
+    assert swap_roles("北京和上海哪个大", rng) is None           # 和 is symmetric
+    assert swap_roles("我朋友比我高", rng) is None               # 我朋友 is one phrase, not 我 + 朋友
+    assert swap_roles("北京到上海和上海到北京一样吗", rng) is None  # asks both directions already
+
+
+def test_numbers_entities_and_negations_change_only_where_the_meaning_changes():
+    from taskflow.tasks.text_similarity.augment import change_entity, change_number, flip_negation
+
+    rng = random.Random(0)
+    changed = change_number("尾号1234的卡还款3天了", rng)
+    assert changed.label == 0 and changed.text2.startswith("尾号1234的卡还款") and changed.text2 != changed.text1
+    for inside_an_id in ("卡号6222021234567890", "订单号12345号", "验证码是1234", "一次性还清"):
+        assert change_number(inside_an_id, rng) is None, inside_an_id
+    assert change_number("2019年的账单", random.Random(0)).text2 == "2020年的账单"
+    assert change_number("分三期还", random.Random(0)).text2 == "分三十六期还"          # Chinese stays Chinese
+
+    assert change_entity("花呗怎么还款", random.Random(0)).text2 == "网商贷怎么还款"
+    banks = {change_entity("工行的卡怎么办", random.Random(seed)).text2 for seed in range(30)}
+    assert "工商银行的卡怎么办" not in banks and len(banks) > 5        # 工行 is 工商银行: never "changed" into it
+
+    assert flip_negation("为什么不能借款", rng).text2 == "为什么能借款"
+    assert flip_negation("为什么可以借款", rng).text2 == "为什么不可以借款"
+    assert flip_negation("这款手机有指纹解锁", rng).text2 == "这款手机没有指纹解锁"
+    for same_question in ("花呗可以分期吗", "能不能提前还款", "花呗是在余额扣还是余额宝扣", "手机有什么功能"):
+        assert flip_negation(same_question, rng) is None, same_question
+
+
+def test_paraphrases_keep_the_meaning():
+    from taskflow.tasks.text_similarity.augment import GeneratedPair, edit_surface, substitute_synonym
+
+    assert substitute_synonym("怎么截图", random.Random(0)) == GeneratedPair("怎么截图", "怎么截屏", 1, "synonym")
+    assert substitute_synonym("苹果手机多少钱", random.Random(1)).text2 in ("iPhone多少钱", "苹果手机什么价格")
+    assert {substitute_synonym("手机号码丢了", random.Random(s)).text2 for s in range(10)} == {"手机号丢了"}
+    assert substitute_synonym("怎么还不到账", random.Random(0)).text2 == "怎么还不到帐"   # 怎么 here asks why
+    assert substitute_synonym("借了多少钱", random.Random(0)) is None                    # an amount, not a price
+    surface = {edit_surface("花呗怎么还款", random.Random(s)).text2 for s in range(20)}
+    assert surface == {"请问花呗怎么还款", "你好，花呗怎么还款", "花呗怎么还款呢", "花呗怎么还款啊"}
+    polite = {edit_surface("你好！请问借呗利息怎么算", random.Random(s)).text2 for s in range(20)}
+    assert polite == {"借呗利息怎么算", "你好！请问借呗利息怎么算呢", "你好！请问借呗利息怎么算啊"}
+    assert edit_surface("花呗可以分期", random.Random(3)).label == 1
+    assert "花呗可以分期吗" in {edit_surface("花呗可以分期", random.Random(s)).text2 for s in range(20)}
+
+
+def test_augmented_pairs_are_seeded_balanced_and_keep_excluded_texts_out():
+    from taskflow.tasks.text_similarity.augment import augmented_pairs, generated_training_pairs
+
+    questions = ["北京到上海的高铁票多少钱", "花呗怎么还款", "借款3天利息多少", "为什么不能借款", "怎么截图",
+                 "我给他转账了怎么撤回", "信用卡可以分期", "明天天气怎么样", "苹果手机怎么下载微信", "为什么我的借呗不能用"]
+    pairs = augmented_pairs(questions, random.Random(7), 12)
+    assert pairs == augmented_pairs(questions, random.Random(7), 12)
+    assert pairs != augmented_pairs(questions, random.Random(8), 12)
+    assert sum(p.label for p in pairs) == 6 and len(pairs) == 12
+    assert {p.kind for p in pairs if p.label == 0} == {"swap", "number", "entity", "negation"}
+    keys = {tuple(sorted((model_text(p.text1), model_text(p.text2)))) for p in pairs}
+    assert len(keys) == len(pairs)
+    kept_out = augmented_pairs(questions, random.Random(7), 12, exclude={"上海到北京的高铁票多少钱", "花呗怎么还款"})
+    assert not {t for p in kept_out for t in p[:2]} & {"上海到北京的高铁票多少钱", "花呗怎么还款"}
+    training = [Pair("北京到上海的高铁票多少钱", "高铁票价", 0), Pair("花呗怎么还款", "花呗如何还", 1)]
+    generated = generated_training_pairs(training, [Pair("上海到北京的高铁票多少钱", "别的", 0)], 4, seed=3)
+    assert generated and all(p.text2 != "上海到北京的高铁票多少钱" for p in generated)
+
+
+def test_the_swap_dev_set_meets_its_contract():
+    from collections import Counter
+
+    from taskflow.tasks.text_similarity.augment import KINDS, NEGATIVE_KINDS, SWAP_DEV, read_generated
+
+    pairs = read_generated(SWAP_DEV)
+    assert len(read_pairs(SWAP_DEV)) == len(pairs) >= 300                  # also a plain text_a/text_b/label file
+    kinds = Counter(p.kind for p in pairs)
+    assert set(kinds) == set(KINDS) and min(kinds.values()) >= 40, kinds
+    assert all(p.label == (0 if p.kind in NEGATIVE_KINDS else 1) for p in pairs)
+    assert abs(sum(p.label for p in pairs) / len(pairs) - 0.5) <= 0.05
+    keys = [tuple(sorted((model_text(p.text1), model_text(p.text2)))) for p in pairs]
+    assert len(set(keys)) == len(keys) and all(a != b for a, b in keys)   # no duplicates, no pair read as one text
+    for a, b, label in [("北京到上海的高铁票多少钱", "上海到北京的高铁票多少钱", 0), ("张三欠李四", "李四欠张三", 0),
+                        ("iPhone 15 Pro多少钱", "苹果15pro售价", 1), ("电脑怎么截图", "电脑怎么截屏", 1)]:
+        assert (a, b, label) in {(p.text1, p.text2, p.label) for p in pairs}

@@ -18,6 +18,11 @@ Every path can also be given on its own (``--bq-train``, ``--lcqmc-dev``...):
 Training pairs that also occur in a selection or report split (either order,
 after normalisation) are dropped.  Nothing is trained on a test split.
 
+``--hard-negatives N`` adds N pairs generated from the training texts by
+``augment.py`` (half hard negatives: swapped roles, changed numbers, entities,
+negations; half paraphrases: synonyms, polite prefixes, particles), none with
+a text of a selection or report split or of ``dev/swap_dev.tsv``.  Off by default.
+
 ``--minutes`` is a wall-clock budget: after a few steps the recipe measures
 its speed and fits the number of steps (and the learning-rate schedule) into
 it.  ``--max-train-pairs`` trains on a random subset (architecture comparisons).
@@ -51,6 +56,7 @@ from taskflow.training import (Fit, PackageDraft, Schedule, add_own_data_options
                                length_batches, log, own_data_defaults, portable_path, print_report, read_labelled,
                                recipe_parser, seed_all, split_off_dev)
 
+from .augment import KINDS, SWAP_DEV, generated_training_pairs, read_generated
 from .data import DEFAULT_FILES, Pair, drop_overlap, read_pairs, resolve_files, split_lcqmc_dev
 from .features import NORMALIZATION, Vocab, encode, model_text
 
@@ -82,6 +88,9 @@ def parse_args(argv):
     parser.add_argument("--lcqmc-held-out", type=int, default=2500, help="LCQMC dev pairs kept out of training")
     parser.add_argument("--lcqmc-repeat", type=int, default=3, help="times the LCQMC part is seen per epoch")
     parser.add_argument("--max-train-pairs", type=int, help="train on a random subset of this size")
+    parser.add_argument("--hard-negatives", type=int, default=0, metavar="N",
+                        help="add N pairs generated from the training texts (augment.py: half hard negatives, half "
+                             "paraphrases); 0: none")
     parser.add_argument("--epochs", type=float, default=3.0)
     parser.add_argument("--minutes", type=float, help="wall-clock budget for the training loop")
     parser.add_argument("--batch-size", type=int, default=128)
@@ -94,6 +103,9 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     if args.train and args.data_dir:
         parser.error("give --data-dir DIR (the project's data layout) or --train FILE (your own pairs), not both")
+    if args.hard_negatives < 0 or (args.hard_negatives and args.train):
+        parser.error("--hard-negatives N (N >= 0) generates pairs from the project's data (--data-dir); its rules "
+                     "are written for Chinese questions of that kind, not for your own --train pairs")
     return args
 
 
@@ -222,9 +234,24 @@ def load_pairs(args):
             parts[name] = random.Random(args.seed).sample(parts[name], keep)
     if not any(parts.values()):
         raise SystemExit("no training pairs left after dropping those shared with the evaluation splits")
+    generated = {"requested": 0, "pairs": 0}
+    if args.hard_negatives:
+        held_out = [p for pairs in (*selection.values(), *report.values()) for p in pairs]
+        held_out_files = ["the selection and report splits"]
+        if SWAP_DEV.is_file():       # in a checkout (not in a wheel): keep its texts out too
+            held_out += read_generated(SWAP_DEV)
+            held_out_files.append("tasks/text_similarity/dev/swap_dev.tsv")
+        pairs = generated_training_pairs([p for part in parts.values() for p in part], held_out,
+                                         args.hard_negatives, args.seed)
+        parts["generated"] = [Pair(p.text1, p.text2, p.label) for p in pairs]
+        generated = {"requested": args.hard_negatives, "pairs": len(pairs), "seed": args.seed,
+                     "by_kind": {kind: sum(p.kind == kind for p in pairs) for kind in KINDS},
+                     "texts_excluded": held_out_files,
+                     "method": "augment.generated_training_pairs over the training texts above"}
+        dropped["generated"] = 0
     log("training pairs: " + ", ".join(f"{k} {len(v)} (dropped {dropped[k]} shared with eval splits)"
                                        for k, v in parts.items()))
-    return files, parts, dropped, selection, report
+    return files, parts, dropped, selection, report, generated
 
 
 def evaluate_shipped(network, selection_data: dict, report: dict, vocab: Vocab, cache: dict) -> tuple[float, dict]:
@@ -335,7 +362,7 @@ def main(argv=None) -> int:
         return train_own_pairs(args, argv)
     started = time.time()
     rng = seed_all(args.seed)
-    files, parts, dropped, selection, report = load_pairs(args)
+    files, parts, dropped, selection, report, generated = load_pairs(args)
 
     train_texts = [model_text(t, MAX_LENGTH) for pairs in parts.values() for p in pairs for t in (p.text1, p.text2)]
     distinct = list(dict.fromkeys(train_texts))
@@ -346,7 +373,12 @@ def main(argv=None) -> int:
     cache: dict = {}
     train_pairs = [p for pairs in parts.values() for p in pairs]
     train = Encoded(train_pairs, vocab, cache)
-    lcqmc_index = list(range(len(train_pairs) - len(parts["lcqmc_dev_train_part"]), len(train_pairs)))
+    lcqmc_start = 0
+    for name, pairs in parts.items():     # the LCQMC part's place among the sources (generated pairs come after it)
+        if name == "lcqmc_dev_train_part":
+            break
+        lcqmc_start += len(pairs)
+    lcqmc_index = list(range(lcqmc_start, lcqmc_start + len(parts["lcqmc_dev_train_part"])))
     epoch_index = list(range(len(train_pairs))) + lcqmc_index * (args.lcqmc_repeat - 1)
     selection_data = {k: Encoded(v, vocab, cache) for k, v in selection.items()}
     log(f"encoded in {time.time() - started:.0f}s; {len(epoch_index)} pairs per epoch")
@@ -380,6 +412,7 @@ def main(argv=None) -> int:
                                     "method": "random.Random(seed).shuffle of row indices; first held_out rows held out"},
                 "lcqmc_repeat": args.lcqmc_repeat,
                 "max_train_pairs": args.max_train_pairs,
+                "hard_negatives": generated,
                 "selection_splits": ["lcqmc/dev.tsv held-out part", "bq_corpus/dev.tsv"],
                 "sources": SOURCES,
                 "vocab": {"chars": len(vocab.char_list), "words": len(vocab.word_list), "min_char": args.min_char,
