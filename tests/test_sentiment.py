@@ -94,3 +94,194 @@ def test_cli_text_output_is_json_lines(capsys):
     assert main(["senta", "服务太差了", "非常满意"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["label"] for r in rows] == ["negative", "positive"]
+
+
+# --- training-side levers (issue 24): augmentation and calibration ------------------------------
+
+REAL = [("酒店离火车站很近，早餐种类也多", "positive"), ("电脑运行很快，散热也不错", "positive"),
+        ("等了一个半小时才送到，饭菜都凉了", "negative"), ("这本书印刷粗糙，错别字很多", "negative"),
+        ("服务很好", "positive")]   # 服务很好 is also a base of the suite's invariances
+
+
+def test_augmentation_is_deterministic_per_seed():
+    from taskflow.tasks.sentiment_analysis.augment import KINDS, generate
+
+    texts, labels = [t for t, _ in REAL] * 20, [y for _, y in REAL] * 20
+    made = generate(texts, labels, seed=3, scale=0.2)
+    assert made == generate(texts, labels, seed=3, scale=0.2)
+    assert made != generate(texts, labels, seed=4, scale=0.2)
+    assert {g.kind for g in made} == set(KINDS)
+    assert {g.label for g in made} == {"positive", "negative"}
+    assert generate(texts, labels, kinds=["negation"], seed=3, scale=0.2) == [g for g in made if g.kind == "negation"]
+    with pytest.raises(ValueError, match="kinds"):
+        generate(texts, labels, kinds=["sarcasm"])
+    with pytest.raises(ValueError, match="labels"):
+        generate(["好"], ["good"])
+
+
+@pytest.mark.parametrize("text, label", [
+    # negation: of praise a complaint (also the lukewarm 不是很), of a fault praise only when strong
+    ("面料不够柔软", "negative"), ("汤并不鲜美", "negative"), ("外观不是很时尚", "negative"),
+    ("汤一点也不腥", "positive"), ("汤不腥", "positive"), ("卫生间丝毫不潮湿", "positive"),
+    ("这件衣服一点线头都没有", "positive"), ("这款沐浴露一点效果都没有", "negative"),
+    ("这件外套不值这个价", "negative"), ("买这件外套不亏", "positive"), ("文笔没话说", "positive"),
+    ("送餐不靠谱", "negative"), ("找不出一个缺点", "positive"),
+    # contrast: the clause after the connective decides
+    ("虽然床稍微有点硬，但是态度十分友好", "positive"), ("米饭蛮香的，但是汤超级腥", "negative"),
+    ("虽然版型比较大方，可是真后悔买了", "negative"), ("触屏稍微有点迟钝，但手感超级细腻", "positive"),
+    # slang
+    ("这家火锅是真的yyds", "positive"), ("这款面霜绝绝子啊", "positive"), ("这家书店太坑了", "negative"),
+    ("买了这份麻辣烫，血亏", "negative"), ("这个充电宝是真的拉胯", "negative"),
+])
+def test_generated_sentences_carry_the_label_a_reader_gives_them(template_sentences, text, label):
+    assert template_sentences[text] == label
+
+
+@pytest.fixture(scope="module")
+def template_sentences() -> dict[str, str]:
+    from taskflow.tasks.sentiment_analysis.augment import contrast_sentences, negation_sentences, slang_sentences
+
+    return dict(negation_sentences() + contrast_sentences() + slang_sentences())
+
+
+def test_faint_or_ambiguous_negations_are_not_generated():
+    from taskflow.tasks.sentiment_analysis.augment import negation_sentences
+
+    texts = {t for t, _ in negation_sentences()}
+    assert "送餐不太拖拉" not in texts and "外观不难看" not in texts      # lukewarm, not praise
+    assert "大堂不豪华" not in texts                                      # a fact, not a complaint
+    assert "送餐不太迅速" in texts                                         # 不太 + praise is a complaint
+
+
+def test_training_and_suite_vocabularies_share_nothing():
+    """The held-out protocol: the suite's negation, contrast and slang cases use aspects,
+    adjectives, subjects, frames and emoji no generated training sentence used."""
+    from taskflow.tasks.sentiment_analysis.augment import TRAIN_VOCABULARY
+    from taskflow.tasks.sentiment_analysis.robustness import SUITE_VOCABULARY
+
+    assert set(TRAIN_VOCABULARY) == set(SUITE_VOCABULARY)
+    for part in SUITE_VOCABULARY:
+        assert SUITE_VOCABULARY[part] and TRAIN_VOCABULARY[part], part
+    every_train, every_suite = set().union(*TRAIN_VOCABULARY.values()), set().union(*SUITE_VOCABULARY.values())
+    assert not every_train & every_suite
+
+
+def test_no_generated_sentence_is_a_suite_sentence():
+    from taskflow.tasks.sentiment_analysis.augment import Generated, _held_out, _key, generate
+    from taskflow.tasks.sentiment_analysis.robustness import generate_cases
+
+    suite = {_key(t) for c in generate_cases(per_kind=None) for t in (c.text, c.original) if t is not None}
+    made = generate([t for t, _ in REAL] * 40, [y for _, y in REAL] * 40, seed=0, scale=1.0)
+    assert made and not [g for g in made if _key(g.text) in suite]
+    # 服务很好 is a suite base: its copies (服务很好！, 服务很好 ...) would be suite variants.
+    assert not [g for g in made if g.kind == "invariance" and _key(g.text) == "服务很好"]
+    with pytest.raises(AssertionError, match="suite"):   # a template that makes a suite case is a bug in the lists
+        _held_out([Generated("这家店的奶茶yyds", "positive", "slang", "template")])
+    with pytest.raises(AssertionError, match="suite"):   # ... as is one that contains an issue sentence
+        _held_out([Generated("米饭不是很好吃", "negative", "negation", "template")])
+
+
+def test_temperature_changes_scores_not_labels(tiny_models, tmp_path):
+    import shutil
+
+    import numpy as np
+
+    from taskflow.errors import ManifestError
+    from taskflow.tasks.sentiment_analysis import temper
+    from taskflow.training import update_manifest
+
+    texts = ["这家酒店很干净，服务也好", "等了一个小时还没上菜", "好" * 100, "房间很干净。" * 10 + "差！"]
+    plain = Taskflow("sentiment_analysis", task_path=tiny_models["sentiment_analysis"], return_all_scores=True)
+    assert plain.task.temperature is None
+    before = plain(texts)
+    package = shutil.copytree(tiny_models["sentiment_analysis"], tmp_path / "calibrated")
+    update_manifest(package, {"temperature": 0.05})
+    after = Taskflow("sentiment_analysis", task_path=package, return_all_scores=True)(texts)
+    assert [r["label"] for r in after] == [r["label"] for r in before]
+    for b, a in zip(before, after):
+        raw = np.array([b["scores"]["negative"], b["scores"]["positive"]])
+        assert [a["scores"]["negative"], a["scores"]["positive"]] == pytest.approx(temper(raw, 0.05).tolist(), abs=1e-9)
+        assert a["score"] == max(a["scores"].values()) and a["score"] > b["score"]   # T < 1 sharpens
+    update_manifest(package, {"temperature": 1.0})
+    same = Taskflow("sentiment_analysis", task_path=package, return_all_scores=True)(texts)
+    assert [r["scores"]["positive"] for r in same] == pytest.approx([r["scores"]["positive"] for r in before], abs=1e-6)
+    update_manifest(package, {"temperature": -1})
+    with pytest.raises(ManifestError, match="temperature"):
+        Taskflow("sentiment_analysis", task_path=package)
+
+
+def test_fit_temperature_recovers_an_overconfident_models_temperature():
+    import numpy as np
+
+    from taskflow.tasks.sentiment_analysis import temper
+    from taskflow.tasks.sentiment_analysis.train import (expected_calibration_error, fit_temperature,
+                                                         negative_log_likelihood)
+
+    rng = np.random.default_rng(0)
+    logits = rng.normal(0, 2, 20000)
+    labels = (rng.random(20000) < 1 / (1 + np.exp(-logits))).astype(int)      # calibrated: p = sigmoid(logit)
+    calibrated = np.stack([1 / (1 + np.exp(logits)), 1 / (1 + np.exp(-logits))], axis=1)
+    overconfident = temper(calibrated, 0.5)                                    # as if logits were doubled
+    found = fit_temperature(overconfident, labels)
+    assert found == pytest.approx(2.0, rel=0.1)
+    assert negative_log_likelihood(temper(overconfident, found), labels) < negative_log_likelihood(overconfident, labels)
+    assert expected_calibration_error(temper(overconfident, found), labels) < 0.02 < \
+        expected_calibration_error(overconfident, labels)
+
+
+def _tiny_sentiment_data(root):
+    import random
+
+    praise = ["房间很干净，服务也好", "菜很好吃，下次还来", "物流很快，包装很好", "质量不错，很满意", "屏幕清晰，运行流畅"]
+    complaints = ["服务太差了", "等了一个小时还没上菜", "质量很差，用了两天就坏了", "房间又脏又吵", "客服态度很差"]
+    layout = {"chnsenticorp": ("train", "dev", "test", "test.dedup"), "online_shopping_10_cats": ("train", "test"),
+              "waimai_10k": ("train", "test")}
+    for name, splits in layout.items():
+        for k, split in enumerate(splits):
+            rng = random.Random(f"{name}:{split}")
+            rows = ["label\ttext"]
+            for i in range(24):
+                rows += [f"1\t{rng.choice(praise)}{i + 100 * k}", f"0\t{rng.choice(complaints)}{i + 100 * k}"]
+            (root / name).mkdir(parents=True, exist_ok=True)
+            (root / name / f"{split}.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return root
+
+
+TINY_NETWORK = ["--max-len", "32", "--min-freq", "1", "--embed-dim", "8", "--bigram-buckets", "64", "--ngram-dim", "4",
+                "--conv-channels", "4", "--max-kernel", "3", "--epochs", "1", "--wide-epochs", "1",
+                "--wide-buckets", "1024", "--batch-size", "16"]
+
+
+def test_recipe_with_augmentation_records_it_and_calibrates(tmp_path):
+    """A smoke run of the two-stage recipe on a tiny data folder: the generated sentences and the
+    temperature are in the manifest, and the package runs with it."""
+    from taskflow.tasks.sentiment_analysis.train import main as train
+
+    data = _tiny_sentiment_data(tmp_path / "data")
+    assert train(["--data-dir", str(data), "--out", str(tmp_path / "pkg"), "--augment-scale", "0.05", *TINY_NETWORK]) == 0
+    manifest = Manifest.load(tmp_path / "pkg" / "manifest.json")
+    augmentation = manifest["training"]["augmentation"]
+    assert augmentation["kinds"] == ["invariance", "negation", "contrast", "slang"] and augmentation["scale"] == 0.05
+    assert augmentation["by_kind"]["negation"]["template"] == 150
+    assert manifest["training"]["examples"] == {"real": 144, "generated": augmentation["sentences"]}
+    assert manifest["temperature"] > 0
+    dev = manifest["calibration"]["figures"]["chnsenticorp_dev"]
+    assert dev["nll"][1] <= dev["nll"][0]          # fitted on dev: it cannot get worse there
+    flow = Taskflow("sentiment_analysis", task_path=tmp_path / "pkg")
+    assert flow.task.temperature == manifest["temperature"]
+    assert flow(["服务太差了"])[0]["label"] in ("positive", "negative")
+
+    # The standalone fit on an existing package writes the same temperature (same data, same model).
+    assert train(["--calibrate", str(tmp_path / "pkg"), "--data-dir", str(data)]) == 0
+    assert Manifest.load(tmp_path / "pkg" / "manifest.json")["temperature"] == manifest["temperature"]
+
+
+def test_recipe_without_augmentation_records_none(tmp_path):
+    from taskflow.tasks.sentiment_analysis.train import main as train
+
+    data = _tiny_sentiment_data(tmp_path / "data")
+    assert train(["--data-dir", str(data), "--out", str(tmp_path / "pkg"), "--augment", "none",
+                  "--skip-calibration", *TINY_NETWORK]) == 0
+    manifest = Manifest.load(tmp_path / "pkg" / "manifest.json")
+    assert manifest["training"]["augmentation"] is None and manifest["training"]["examples"]["generated"] == 0
+    assert manifest.get("temperature") is None and manifest.get("calibration") is None

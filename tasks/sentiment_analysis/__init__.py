@@ -7,7 +7,10 @@
  {'text': '等了一个小时还没上菜', 'label': 'negative', 'score': 0.93...}]
 
 Texts longer than the model's ``max_length`` are split at sentence ends; the
-chunks' probabilities are averaged, weighted by their length.
+chunks' probabilities are averaged, weighted by their length.  A package whose
+manifest has a ``temperature`` T (fitted on dev by the recipe) reports
+softmax(log p / T) of those averaged probabilities: calibrated scores, the same
+labels.
 
 This is :mod:`taskflow.tasks.text_classification` with a bundled model whose labels are
 negative / positive (a package trained on your own file keeps your labels).
@@ -15,10 +18,28 @@ negative / positive (a package trained on your own file keeps your labels).
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
+from taskflow.errors import ManifestError
 from taskflow.registry import register_task
 from taskflow.tasks.text_classification import NORMALIZATION, TextClassificationTask, encode, normalize, read_vocab
 
-__all__ = ["SentimentAnalysisTask", "encode", "normalize", "read_vocab", "NORMALIZATION"]
+__all__ = ["SentimentAnalysisTask", "encode", "normalize", "read_vocab", "temper", "NORMALIZATION"]
+
+
+def temper(probs: np.ndarray, temperature: float) -> np.ndarray:
+    """softmax(log(probs) / temperature) along the last axis: T > 1 flattens, T < 1 sharpens, and
+    the order of the labels' probabilities (so the label) stays.
+
+    >>> temper(np.array([0.2, 0.8]), 0.5).round(3).tolist()
+    [0.059, 0.941]
+    """
+    logits = np.log(np.clip(np.asarray(probs, dtype=np.float64), 1e-12, 1.0)) / temperature
+    logits -= logits.max(axis=-1, keepdims=True)
+    weights = np.exp(logits)
+    return weights / weights.sum(axis=-1, keepdims=True)
 
 
 @register_task("sentiment_analysis", aliases=["sentiment", "senta"])
@@ -31,3 +52,31 @@ class SentimentAnalysisTask(TextClassificationTask):
 
     default_model = "char_cnn"
     label_colours = {"positive": "#bbf7d0", "negative": "#fecaca"}
+
+    def __init__(self, model, **options):
+        super().__init__(model, **options)
+        # The manifest's calibration temperature; None (no field) reports the mix as it is.
+        self.temperature = _temperature(model.manifest)
+
+    def join(self, item, results, units):
+        # On the text's averaged probabilities, not per chunk: the fit was on those, and a
+        # monotone map of them cannot change the label.
+        result = super().join(item, results, units)
+        if self.temperature is None:
+            return result
+        weights = np.array([len(text) for _, text in units], dtype=np.float64)
+        probs = temper(np.average(np.array(results), axis=0, weights=weights), self.temperature)
+        result["score"] = float(probs[self.labels.index(result["label"])])
+        if self.return_all_scores:
+            result["scores"] = {label: float(p) for label, p in zip(self.labels, probs)}
+        return result
+
+
+def _temperature(manifest) -> float | None:
+    value = manifest.get("temperature")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ManifestError(f"model {manifest.name!r}: 'temperature' must be a positive number, got {value!r}; "
+                            "refit it with `python -m taskflow.tasks.sentiment_analysis.train --calibrate PACKAGE`")
+    return float(value)

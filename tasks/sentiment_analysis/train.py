@@ -20,6 +20,20 @@ Two stages (model.py explains the network):
 ``--deep-init DIR`` starts from the deep part of an existing package (its
 weights.npz and vocab.txt) and runs only the wide stage.
 
+Both stages also train on sentences generated from the train splits and from
+templates (augment.py, issue 24: invariance copies, negation, contrast, slang;
+``--augment none`` turns it off, ``--augment-scale`` sizes it).  The templates'
+vocabulary is disjoint from the robustness suite's, so the suite stays a fair
+dev measure.  The manifest records what was generated.
+
+Then the scores are calibrated: a temperature T (probabilities become
+softmax(log p / T)) is fitted on ChnSentiCorp dev by minimising the negative
+log-likelihood, and stored in the manifest (``temperature``), which the task
+applies to each text's probabilities; labels do not change.  An existing
+package is calibrated in place, without training, by
+
+    python -m taskflow.tasks.sentiment_analysis.train --calibrate PACKAGE --data-dir ../shared/data/sentiment
+
 Your own labelled reviews instead (the text_classification recipe, with this task's name):
 
     taskflow train sentiment_analysis --train my.csv --dev my_dev.csv \
@@ -35,6 +49,7 @@ from __future__ import annotations
 import csv
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -42,9 +57,12 @@ import numpy as np
 from taskflow.tasks.text_classification.train import (SMALL_DATA, Chars, add_network_options, add_own_data_training,
                                                       build_vocab, train_own_data)
 from taskflow.training import (PackageDraft, Schedule, fit, framework_versions, length_batches, log, own_data_defaults,
-                               portable_path, recipe_parser, restore, seed_all)
+                               portable_path, recipe_parser, restore, seed_all, update_manifest)
 
-from . import NORMALIZATION
+from . import NORMALIZATION, temper
+from .augment import KINDS as AUGMENT_KINDS
+from .augment import generate
+from .robustness import LABELS
 
 TRAIN_SETS = ("chnsenticorp", "online_shopping_10_cats", "waimai_10k")
 DEV = ("chnsenticorp", "dev.tsv")
@@ -55,6 +73,9 @@ REPORT = [
     ("online_shopping_test", "online_shopping_10_cats/test.tsv"),
     ("waimai_test", "waimai_10k/test.tsv"),
 ]
+# Calibration: fitted on dev, and reported on dev and (held out) test.
+CALIBRATION_SPLITS = (("chnsenticorp_dev", "chnsenticorp/dev.tsv"), ("chnsenticorp_test", "chnsenticorp/test.tsv"))
+ECE_BINS = 15   # equal-width confidence bins (Guo et al., On Calibration of Modern Neural Networks, 2017)
 
 
 def read_tsv(path: Path) -> tuple[list[str], list[int]]:
@@ -64,7 +85,7 @@ def read_tsv(path: Path) -> tuple[list[str], list[int]]:
 
 
 def parse_args(argv):
-    p = recipe_parser("sentiment_analysis", __doc__, name="char_cnn",
+    p = recipe_parser("sentiment_analysis", __doc__, name="char_cnn", out="",
                       data="folder holding chnsenticorp/, online_shopping_10_cats/, waimai_10k/")
     p.add_argument("--train-sets", default=",".join(TRAIN_SETS))
     add_network_options(p, max_len=256, min_freq=2, embed_dim=128, bigram_buckets=50000, ngram_dim=64,
@@ -74,11 +95,31 @@ def parse_args(argv):
     p.add_argument("--wide-epochs", type=int, default=3)
     p.add_argument("--wide-lr", type=float, default=0.02)
     p.add_argument("--deep-init", help="package dir whose deep weights and vocab to reuse (skips stage 1)")
+    p.add_argument("--augment", default=",".join(AUGMENT_KINDS),
+                   help="--data-dir runs: generated training sentences (augment.py), comma-separated kinds, "
+                        "or 'none' (default: %(default)s)")
+    p.add_argument("--augment-scale", type=float, default=1.0,
+                   help="multiplies how many sentences of each kind are generated (augment.SIZES; default 1)")
+    p.add_argument("--skip-calibration", action="store_true", help="do not fit a temperature on dev after training")
+    p.add_argument("--calibrate", metavar="PACKAGE",
+                   help="no training: fit the temperature of this existing package on ChnSentiCorp dev "
+                        "(under --data-dir) and write it into the package's manifest")
     add_own_data_training(p)
     own_data_defaults(p, argv, SMALL_DATA)
     args = p.parse_args(argv)
     if bool(args.data_dir) == bool(args.train):
         p.error("give --data-dir DIR (the project's data layout) or --train FILE (your own labelled file), one of them")
+    if args.calibrate and args.train:
+        p.error("--calibrate fits on ChnSentiCorp dev: give --data-dir, not --train")
+    if not args.calibrate and not args.out:
+        p.error("the following arguments are required: --out")
+    kinds = [] if args.augment.strip() == "none" else [k.strip() for k in args.augment.split(",") if k.strip()]
+    unknown = sorted(set(kinds) - set(AUGMENT_KINDS))
+    if unknown:
+        p.error(f"--augment: unknown kinds {unknown}; kinds are {', '.join(AUGMENT_KINDS)} (or 'none')")
+    if args.augment_scale < 0:
+        p.error(f"--augment-scale must be >= 0, got {args.augment_scale}")
+    args.augment_kinds = kinds
     return args
 
 
@@ -157,9 +198,32 @@ def train_wide(net, chars: Chars, train_ids, train_y, dev, args, rng) -> tuple[l
     return run.history, run.best["deep_weight"]
 
 
+def augmented(texts: list[str], labels: list[int], kinds: list[str], *, seed: int,
+              scale: float) -> tuple[list[str], list[int], dict | None]:
+    """Sentences generated from the training sentences (augment.py), their labels (0/1, as the
+    TSV files'), and what the manifest records of them (None when ``kinds`` is empty)."""
+    if not kinds:
+        return [], [], None
+    made = generate(texts, [LABELS[y] for y in labels], kinds=kinds, seed=seed, scale=scale)
+    counts = Counter((g.kind, g.source) for g in made)
+    record = {
+        "kinds": kinds, "scale": scale, "seed": seed, "sentences": len(made),
+        "by_kind": {k: {source: counts[k, source] for source in ("template", "real") if counts[k, source]}
+                    for k in kinds},
+        "labels": dict(Counter(g.label for g in made)),
+        "held_out": "templates use augment.TRAIN_VOCABULARY, which shares no word or frame with the robustness "
+                    "suite's SUITE_VOCABULARY; no generated sentence is a suite sentence; slang words are shared",
+    }
+    return [g.text for g in made], [LABELS.index(g.label) for g in made], record
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
+    if args.calibrate:
+        record = calibrate_package(args.calibrate, Path(args.data_dir))
+        log(f"temperature {record['temperature']} written into {args.calibrate}/manifest.json: {record['figures']}")
+        return 0
     if args.train:
         return train_own_data(args, "sentiment_analysis", argv, label_names=sentiment_labels)
     from taskflow.tasks.text_classification.model import SentimentNet
@@ -175,6 +239,13 @@ def main(argv=None) -> int:
         texts += t
         labels += y
     chn_rows = len(read_tsv(data / "chnsenticorp" / "train.tsv")[0]) if sets[0] == "chnsenticorp" else 0
+    real_rows = len(texts)
+    # After the real rows, so that ChnSentiCorp stays rows [0, chn_rows).
+    extra_texts, extra_labels, augmentation = augmented(texts, labels, args.augment_kinds, seed=args.seed,
+                                                        scale=args.augment_scale)
+    texts, labels = texts + extra_texts, labels + extra_labels
+    if augmentation:
+        log(f"{real_rows} training sentences and {len(extra_texts)} generated: {augmentation['by_kind']}")
     dev = read_tsv(data.joinpath(*DEV))
     if args.deep_init:
         vocab = Path(args.deep_init, "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
@@ -211,6 +282,8 @@ def main(argv=None) -> int:
             "normalization": list(NORMALIZATION),
             "training": {
                 "train_files": [f"{s}/train.tsv" for s in sets],
+                "examples": {"real": real_rows, "generated": len(extra_texts)},
+                "augmentation": augmentation,
                 "selection": "ChnSentiCorp dev: deep epoch, wide epoch and deep_weight",
                 "chn_weight": args.chn_weight, "epochs": args.epochs, "wide_epochs": args.wide_epochs,
                 "seed": args.seed, "history": history, "command": "taskflow train sentiment_analysis " + " ".join(argv or sys.argv[1:]),
@@ -219,7 +292,93 @@ def main(argv=None) -> int:
             "metrics": metrics,
             "framework": framework_versions("paddlepaddle"),
         })
+    if not args.skip_calibration:
+        record = calibrate_package(args.out, data)
+        log(f"temperature {record['temperature']}: {record['figures']}")
     return 0
+
+
+# --- calibration ---------------------------------------------------------------------------------
+
+def negative_log_likelihood(probs: np.ndarray, labels) -> float:
+    """Mean -log p(gold label)."""
+    labels = np.asarray(labels)
+    return float(-np.log(np.clip(probs[np.arange(len(labels)), labels], 1e-12, 1.0)).mean())
+
+
+def expected_calibration_error(probs: np.ndarray, labels, bins: int = ECE_BINS) -> float:
+    """Sum over equal-width bins of the top probability: the bin's share of texts times
+    |accuracy - mean top probability| in it."""
+    labels = np.asarray(labels)
+    confidence, predicted = probs.max(axis=1), probs.argmax(axis=1)
+    which = np.minimum((confidence * bins).astype(int), bins - 1)
+    error = 0.0
+    for b in range(bins):
+        inside = which == b
+        if inside.any():
+            error += inside.mean() * abs((predicted[inside] == labels[inside]).mean() - confidence[inside].mean())
+    return float(error)
+
+
+def fit_temperature(probs: np.ndarray, labels, low: float = 0.02, high: float = 50.0) -> float:
+    """The temperature T in [low, high] that minimises the NLL of ``temper(probs, T)`` on ``labels``.
+
+    The NLL is convex in 1/T (a one-parameter logistic regression on log p), so a golden-section
+    search over 1/T finds its minimum."""
+    def loss(inverse: float) -> float:
+        return negative_log_likelihood(temper(probs, 1.0 / inverse), labels)
+
+    a, b = 1.0 / high, 1.0 / low
+    ratio = (5 ** 0.5 - 1) / 2
+    c, d = b - ratio * (b - a), a + ratio * (b - a)
+    loss_c, loss_d = loss(c), loss(d)
+    while b - a > 1e-6:
+        if loss_c <= loss_d:
+            b, d, loss_d = d, c, loss_c
+            c = b - ratio * (b - a)
+            loss_c = loss(c)
+        else:
+            a, c, loss_c = c, d, loss_d
+            d = a + ratio * (b - a)
+            loss_d = loss(d)
+    return 1.0 / ((a + b) / 2)
+
+
+def package_probabilities(package: str | Path, texts: list[str]) -> np.ndarray:
+    """The package's probabilities (negative, positive) for ``texts`` through the product (chunks
+    cut at sentence ends, mixed by length), before any temperature it has."""
+    from taskflow import Taskflow
+
+    flow = Taskflow("sentiment_analysis", task_path=str(package), return_all_scores=True, offline=True)
+    if list(flow.task.labels) != list(LABELS):
+        raise ValueError(f"{package}: calibration needs the labels {list(LABELS)}, the package has {flow.task.labels}")
+    flow.task.temperature = None   # fit on the mix itself, also when the package has a temperature already
+    return np.array([[r["scores"][label] for label in LABELS] for r in flow(texts)])
+
+
+def calibrate_package(package: str | Path, data: Path) -> dict:
+    """Fit the temperature of the package on ChnSentiCorp dev (``data``/chnsenticorp/dev.tsv) and
+    write it, with NLL and ECE before and after on dev and test, into the package's manifest
+    (``temperature``, ``calibration``).  Returns the calibration record."""
+    splits = {name: read_tsv(data / rel) for name, rel in CALIBRATION_SPLITS if (data / rel).is_file()}
+    if "chnsenticorp_dev" not in splits:
+        raise FileNotFoundError(f"calibration fits on {data / CALIBRATION_SPLITS[0][1]}, which is missing")
+    probs = {name: package_probabilities(package, texts) for name, (texts, _) in splits.items()}
+    temperature = round(fit_temperature(probs["chnsenticorp_dev"], splits["chnsenticorp_dev"][1]), 4)
+    figures = {}
+    for name, (_, labels) in splits.items():
+        before, after = probs[name], temper(probs[name], temperature)
+        figures[name] = {
+            "nll": [round(negative_log_likelihood(before, labels), 4), round(negative_log_likelihood(after, labels), 4)],
+            "ece": [round(expected_calibration_error(before, labels), 4),
+                    round(expected_calibration_error(after, labels), 4)],
+        }
+    record = {"temperature": temperature, "method": "temperature scaling of the mixed probabilities "
+              "(softmax(log p / T)), T minimising NLL on ChnSentiCorp dev", "fitted_on": CALIBRATION_SPLITS[0][1],
+              "figures": figures, "figures_are": "[before, after]", "ece_bins": ECE_BINS}
+    update_manifest(package, {"temperature": temperature,
+                              "calibration": {k: v for k, v in record.items() if k != "temperature"}})
+    return record
 
 
 if __name__ == "__main__":
