@@ -1,8 +1,17 @@
 """reading_comprehension accuracy of the shipped model on CMRC 2018 dev, through
 the product (Taskflow, static graph), beside a simple heuristic baseline on
-the same questions, both scored with CMRC 2018's official EM / F1.
+the same questions, both scored with CMRC 2018's official EM / F1; the mean
+length of its answers beside the references'; and "no answer" with
+``handle_impossible_answer=True``: its share on the unanswerable report set
+(``tasks/reading_comprehension/dev/unanswerable_report.jsonl``, never tuned
+on) and what it costs on the (answerable) dev questions.
 
-    python benchmarks/accuracy_mrc.py --data ../shared/data/mrc/cmrc2018
+    python benchmarks/accuracy_mrc.py --data ../shared/data/mrc/cmrc2018 \
+        [--task-path PACKAGE] [--null-threshold X]
+
+``--null-threshold`` runs a package with that threshold instead of its
+manifest's (e.g. the shipped 1.0.0, which has none, with the value
+``calibrate.py`` tuned for it).
 
 Baseline (no learning): split the context into sentences (at 。！？；!?; and
 newlines), take the sentence sharing the most char bigrams with the question
@@ -18,10 +27,13 @@ import re
 import sys
 import time
 from pathlib import Path
+from statistics import mean
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import machine, table, update_section  # noqa: E402
 
+UNANSWERABLE = (Path(__file__).resolve().parents[1] / "tasks" / "reading_comprehension" / "dev"
+                / "unanswerable_report.jsonl")
 _SENTENCE = re.compile(r"[^。！？；!?;\n]+[。！？；!?;\n]*")
 _PUNCT = set("，。！？；：、,.!?;:“”‘’\"'（）()《》<>【】[]「」『』 \n\t·-—…")
 
@@ -55,15 +67,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, help="folder with dev.json (CMRC 2018)")
     parser.add_argument("--limit", type=int, help="first N questions only (smoke runs)")
+    parser.add_argument("--task-path", help="a package folder to measure instead of the shipped model")
+    parser.add_argument("--null-threshold", type=float, help="instead of the package's own (default: the manifest's)")
+    parser.add_argument("--unanswerable", default=str(UNANSWERABLE), help="default: %(default)s")
     args = parser.parse_args()
 
     from taskflow import Taskflow
     from taskflow.tasks.reading_comprehension.metrics import evaluate
+    from taskflow.tasks.reading_comprehension.calibrate import read_unanswerable
     from taskflow.tasks.reading_comprehension.train import read_squad
 
     rows = read_squad(Path(args.data) / "dev.json")[: args.limit]
     references = [r["answers"] for r in rows]
-    flow = Taskflow("reading_comprehension")
+    where = {"task_path": args.task_path} if args.task_path else {}
+    flow = Taskflow("reading_comprehension", **where)
     manifest = flow.task.manifest
     start = time.perf_counter()
     results = flow([{"context": r["context"], "question": r["question"]} for r in rows])
@@ -71,9 +88,22 @@ def main() -> None:
     for r, out in zip(rows, results):
         assert r["context"][out["start"]:out["end"]] == out["answer"]
     model = evaluate(references, [out["answer"] for out in results])
-    null = Taskflow("reading_comprehension", handle_impossible_answer=True)(
-        [{"context": r["context"], "question": r["question"]} for r in rows[:500]])
-    empty_share = sum(1 for out in null if not out["answer"]) / max(1, len(null))
+    answer_len = mean(len(out["answer"]) for out in results)
+    reference_len = mean(mean(len(a) for a in r["answers"]) for r in rows)
+
+    threshold = {} if args.null_threshold is None else {"null_threshold": args.null_threshold}
+    null_flow = Taskflow("reading_comprehension", handle_impossible_answer=True, **where, **threshold)
+    allowed = null_flow([{"context": r["context"], "question": r["question"]} for r in rows])
+    allowed_f1 = evaluate(references, [out["answer"] for out in allowed])["f1"]
+    empty_share = 100 * sum(1 for out in allowed if not out["answer"]) / max(1, len(allowed))
+    unanswerable = read_unanswerable(args.unanswerable)[: args.limit]
+    refused = null_flow([{"context": r["context"], "question": r["question"]} for r in unanswerable])
+    refused_share = 100 * sum(1 for out in refused if not out["answer"]) / max(1, len(refused))
+    command = "python benchmarks/accuracy_mrc.py --data ../shared/data/mrc/cmrc2018" + "".join(
+        f" --{flag} {value}" for flag, value in [("task-path", args.task_path), ("null-threshold", args.null_threshold)]
+        if value is not None)
+    threshold_source = ("--null-threshold" if args.null_threshold is not None else "the manifest's"
+                        if manifest.get("null_threshold") is not None else "none in the manifest: 0")
 
     picked = [baseline(r["context"], r["question"]) for r in rows]
     base_span = evaluate(references, [a for a, _ in picked])
@@ -94,22 +124,32 @@ def main() -> None:
         f"CMRC 2018 dev ({len(rows):,} questions, 3 reference answers each), official scoring (EM on "
         "punctuation-stripped strings, F1 from the longest common substring of the mixed char / latin-word "
         "segmentations, each the best over the references). Machine: " + machine() + ". Command: "
-        "`python benchmarks/accuracy_mrc.py --data ../shared/data/mrc/cmrc2018`.",
+        f"`{command}`.",
         "",
         table(["system", "EM", "F1"], rows_out),
         "",
         f"The model reads windows of {flow.task.max_seq_len} chars ({flow.task.doc_stride} overlap), answers up to "
         f"{flow.task.max_answer_len} chars; the whole dev set took {seconds:.0f} s "
         f"({len(rows) / seconds:.1f} questions/s, default batch of {flow.task.batch_size} windows). "
-        f"Trained {training.get('train_minutes', '?')} min on CMRC 2018 train, epoch chosen on trial "
-        f"(selection F1 {recorded.get('selection', {}).get('f1', '?')}). "
-        f"With `handle_impossible_answer=True`, {100 * empty_share:.1f}% of the first 500 dev questions "
-        "(all answerable) get the empty answer.",
+        f"Trained {training.get('train_minutes', '?')} min on CMRC 2018 train, step chosen on "
+        f"{training.get('selection_file', '?')} (selection F1 {recorded.get('selection', {}).get('f1', '?')}).",
+        "",
+        f"Answer length: its answers average {answer_len:.1f} chars, the references {reference_len:.1f} "
+        f"(each question's mean over its references): {answer_len / reference_len:.2f}x.",
+        "",
+        f"No answer (`handle_impossible_answer=True`, null_threshold {null_flow.task.null_threshold:g}, "
+        f"{threshold_source}): {refused_share:.1f}% of the {len(refused)} unanswerable questions of "
+        f"`{Path(args.unanswerable).name}` (CMRC trial questions each paired with another article's passage, "
+        f"never tuned on) get the empty answer; on dev (all answerable) {empty_share:.1f}% do, and F1 is "
+        f"{allowed_f1:.2f} ({allowed_f1 - model['f1']:+.2f}).",
         "",
         "Published, for scale (large pretrained encoders, not comparable in size or data): BERT-base 87 F1 on "
         "CMRC test, ERNIE 2.0 base 88.6 F1 on dev.",
     ])
-    update_section("mrc_accuracy", body)
+    if args.limit or args.task_path:
+        print("(--limit or --task-path: RESULTS.md, which reports the shipped model on all of dev, left as it is)")
+    else:
+        update_section("mrc_accuracy", body)
     print(body)
 
 

@@ -1,8 +1,12 @@
-"""reading_comprehension: input forms, offsets, windows, null answers, top_k, errors, scoring."""
+"""reading_comprehension: input forms, offsets, windows, null answers, top_k, errors, scoring; the
+joint span scorer, the null threshold, the recipe's held-out selection and the unanswerable sets."""
 
 import html
+import importlib.util
 import json
+import math
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,10 +18,13 @@ from taskflow.cli import main
 from taskflow.errors import InputTypeError, InvalidInputError, OptionError
 from taskflow.tasks.reading_comprehension.data import (
     FEATURES, Vocab, best_spans, merge, normalise, prepare, windows)
+from taskflow.tasks.reading_comprehension.calibrate import package_scores, tune_null_threshold
 from taskflow.tasks.reading_comprehension.metrics import em_score, evaluate, f1_score, mixed_segmentation
 
 QUESTION = "浙江省的省会是哪里？"
-SHIPPED = Path(__file__).resolve().parents[1] / "resources" / "reading_comprehension" / "drqa_char"
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ROOT / "resources" / "reading_comprehension" / "drqa_char"
+DEV = ROOT / "tasks" / "reading_comprehension" / "dev"
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +86,7 @@ def test_bad_inputs_are_typed_errors_naming_index_and_key(flow, bad, error, inde
 @pytest.mark.parametrize("options, words", [
     ({"top_k": 0}, "top_k"), ({"max_answer_len": "5"}, "max_answer_len"),
     ({"max_seq_len": 16, "doc_stride": 16}, "doc_stride"), ({"handle_impossible_answer": "yes"}, "True or False"),
+    ({"null_threshold": "1"}, "null_threshold"), ({"null_threshold": 99.0}, "between -50 and 50"),
 ])
 def test_bad_options_are_errors(tiny, options, words):
     with pytest.raises(OptionError, match=words):
@@ -283,3 +291,306 @@ def test_shipped_model_answers_clear_questions():
     out = qa(items)
     answers = [r["answer"] for r in out]
     assert "1963" in answers[0] and "曹雪芹" in answers[1] and "8848" in answers[2], answers
+
+
+# ------------------------------------------------- joint span scorer (length)
+
+def _best_spans_1_0_0(p_start, p_end, length, max_answer_len, top_k):
+    """data.best_spans as 1.0.0 shipped it (verbatim but for the name): what packages without a
+    length scorer must keep giving."""
+    null = float(p_start[0] * p_end[0])
+    if length == 0:
+        return [], null
+    ps = np.asarray(p_start[1:1 + length], dtype=np.float64)
+    pe = np.asarray(p_end[1:1 + length], dtype=np.float64)
+    span = min(max_answer_len, length)
+    scores = np.full((length, span), -1.0)
+    for j in range(span):
+        scores[: length - j, j] = ps[: length - j] * pe[j:]
+    k = min(top_k, scores.size)
+    flat = np.argpartition(-scores.ravel(), k - 1)[:k]
+    flat = flat[np.argsort(-scores.ravel()[flat], kind="stable")]
+    out = []
+    for index in flat:
+        i, j = divmod(int(index), span)
+        if scores[i, j] >= 0:
+            out.append((i, i + j + 1, float(scores[i, j])))
+    return out, null
+
+
+def test_packages_without_a_length_scorer_decode_exactly_as_1_0_0():
+    rng = np.random.default_rng(3)
+    for length, max_answer_len, top_k in [(0, 4, 1), (1, 4, 1), (7, 3, 5), (40, 64, 1), (40, 10, 200), (300, 64, 3)]:
+        p_start, p_end = rng.dirichlet(np.ones(length + 1)), rng.dirichlet(np.ones(length + 1))
+        p_start = np.concatenate([p_start, np.zeros(5)]).astype(np.float32)    # the batch's padding
+        p_end = np.concatenate([p_end, np.zeros(5)]).astype(np.float32)
+        assert best_spans(p_start, p_end, length, max_answer_len, top_k) == \
+            _best_spans_1_0_0(p_start, p_end, length, max_answer_len, top_k)
+
+
+def test_the_tiny_old_format_package_has_two_outputs_and_decodes_by_the_1_0_0_formula(flow):
+    item = flow.task.check_item({"context": MRC_CONTEXT, "question": QUESTION}, 0)
+    units = flow.task.split(item)
+    outputs = flow.task.forward(flow.task.preprocess(units))
+    assert len(outputs) == 2
+    expected = [(u.start, *_best_spans_1_0_0(outputs[0][row], outputs[1][row], u.end - u.start,
+                                             flow.task.max_answer_len, 1)) for row, u in enumerate(units)]
+    assert flow.task.postprocess(outputs, units) == expected
+
+
+def test_joint_decoding_gives_the_probabilities_the_joint_loss_trains():
+    """For every target span (NULL included), exp(-joint loss) is the probability best_spans
+    gives that span from the network's outputs (softmaxed start / end and the length scores)."""
+    paddle = pytest.importorskip("paddle")
+    from taskflow.tasks.reading_comprehension.train import joint_span_loss
+
+    rng = np.random.default_rng(0)
+    length, width, longest = 9, 12, 4                   # 9 real chars, 2 pads, spans of at most 4 chars
+    start, end = rng.normal(0, 2, width).astype(np.float32), rng.normal(0, 2, width).astype(np.float32)
+    start[1 + length:] = end[1 + length:] = -1e4
+    length_scores = rng.normal(0, 1, longest + 1).astype(np.float32)
+    softmax = lambda x: np.exp(x - x.max()) / np.exp(x - x.max()).sum()
+    spans, null = best_spans(softmax(start), softmax(end), length, longest, 1000, length_scores)
+    decoded = {(s, e): score for s, e, score in spans}
+    assert len(decoded) == sum(length - j for j in range(longest))          # every span of 1..4 chars
+    assert null + sum(decoded.values()) == pytest.approx(1.0)
+    targets = [(0, 0, None), (1, 1, (0, 1)), (3, 6, (2, 6)), (length - 3, length, (length - 4, length))]
+    for s, e, span in targets:
+        loss = joint_span_loss(paddle.to_tensor(start[None]), paddle.to_tensor(end[None]),
+                               paddle.to_tensor(length_scores[None]), np.array([s]), np.array([e]))
+        assert math.exp(-float(loss)) == pytest.approx(null if span is None else decoded[span], rel=1e-4)
+    # A longer max_answer_len cannot give longer spans: the model scores none.
+    assert max(e - s for s, e, _ in best_spans(softmax(start), softmax(end), length, 64, 1000, length_scores)[0]) == 4
+
+
+def _train_tiny(root: Path, *options: str) -> Path:
+    """A tiny package trained for a few steps by the recipe on a fixture of 12 passages."""
+    pytest.importorskip("jieba")
+    contexts = [("杭州市是浙江省的省会，位于中国东南沿海。西湖在杭州市的西面。", [("浙江省的省会是哪里？", "杭州市"), ("西湖在哪里？", "杭州市的西面")]),
+                ("曹雪芹是清代作家，他写了红楼梦。红楼梦是中国古典小说。", [("红楼梦是谁写的？", "曹雪芹"), ("曹雪芹是哪个朝代的作家？", "清代")]),
+                ("北京大学创办于一八九八年，是中国的一所大学。", [("北京大学创办于哪一年？", "一八九八年"), ("北京大学是什么？", "中国的一所大学")])]
+
+    def squad(rows, tag):
+        paragraphs = [{"id": f"{tag}{i}", "context": c,
+                       "qas": [{"id": f"{tag}{i}_{j}", "question": q, "answers": [{"text": a, "answer_start": c.index(a)}]}
+                               for j, (q, a) in enumerate(qas)]} for i, (c, qas) in enumerate(rows)]
+        return json.dumps({"data": [{"title": p["id"], "paragraphs": [p]} for p in paragraphs]}, ensure_ascii=False)
+
+    data = root / "cmrc"
+    data.mkdir()
+    # Each context 4 times under other ids (with a char added), so one held-out passage leaves the rest.
+    train = [(c + "。" * k, qas) for k in range(4) for c, qas in contexts]
+    (data / "train.json").write_text(squad(train, "T"), encoding="utf-8")
+    (data / "dev.json").write_text(squad(contexts[2:], "D"), encoding="utf-8")
+    (data / "trial.json").write_text(squad(contexts[:2], "R"), encoding="utf-8")
+    unanswerable = root / "unanswerable.jsonl"
+    unanswerable.write_text("".join(json.dumps({"context": contexts[(i + 1) % 3][0], "question": q}, ensure_ascii=False)
+                                    + "\n" for i, (_, qas) in enumerate(contexts) for q, _ in qas), encoding="utf-8")
+    out = root / "model"
+    assert main(["train", "reading_comprehension", "--data-dir", str(data), "--out", str(out), "--char-dim", "8",
+                 "--hidden", "6", "--layers", "1", "--min-char", "1", "--min-word", "1", "--window", "24",
+                 "--max-seq-len", "32", "--doc-stride", "8", "--max-answer-len", "6", "--epochs", "2",
+                 "--batch-size", "4", "--warmup", "2", "--evals", "2", "--no-pretrain",
+                 "--unanswerable", str(unanswerable), *options]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def joint_package(tmp_path_factory):
+    """The recipe with --span-loss joint (the default)."""
+    return _train_tiny(tmp_path_factory.mktemp("joint"))
+
+
+def test_the_joint_recipe_writes_a_length_scorer_threshold_and_report_figures(joint_package):
+    manifest = json.loads((joint_package / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["architecture"]["max_span"] == manifest["max_answer_len"] == 6
+    assert manifest["training"]["span_loss"] == "joint"
+    # Selected on whole passages held out of train (a tenth at most: one of 12), never on dev or trial.
+    assert manifest["training"]["questions"] == 22 and manifest["metrics"]["selection"]["questions"] == 2
+    assert "held out" in manifest["metrics"]["selection"]["file"]
+    assert set(manifest["metrics"]["report"]) == {"dev.json", "trial.json"}
+    assert {"f1", "em", "mean_answer_len", "mean_reference_len"} <= set(manifest["metrics"]["report"]["dev.json"])
+    tuning = manifest["null_tuning"]
+    assert manifest["null_threshold"] == tuning["null_threshold"] and tuning["unanswerable_questions"] == 6
+    assert tuning["answerable_f1_drop"] <= 0.75
+
+
+def test_the_independent_recipe_decodes_with_the_training_answers_length_prior(tmp_path):
+    package = _train_tiny(tmp_path, "--span-loss", "independent")
+    manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
+    assert "max_span" not in manifest["architecture"] and manifest["training"]["span_loss"] == "independent"
+    # 22 training answers: 3, 6, 3, 2, 5 and 7 chars, four times each less the held-out passage's pair.
+    prior = np.array(manifest["length_prior"])
+    assert len(prior) == 7 and prior[0] == 0.0 and prior[1] == pytest.approx(prior[4]) and prior[3] > prior[2]
+    qa = Taskflow("reading_comprehension", task_path=package)
+    assert qa.task.length_prior.tolist() == manifest["length_prior"]
+    qa(("杭州市是浙江省的省会，位于中国东南沿海。", "浙江省的省会是哪里？"))
+
+
+def test_a_joint_package_decodes_with_its_length_scores(joint_package):
+    qa = Taskflow("reading_comprehension", task_path=joint_package, top_k=3)
+    context, question = "杭州市是浙江省的省会，位于中国东南沿海。西湖在杭州市的西面。", "西湖在哪里？"
+    item = qa.task.check_item((context, question), 0)
+    units = qa.task.split(item)
+    outputs = qa.task.forward(qa.task.preprocess(units))
+    assert len(outputs) == 3 and outputs[2].shape == (len(units), 7)
+    got = qa((context, question))[0]
+    spans, _ = merge(context, qa.task.postprocess(outputs, units), 3)
+    assert [(r["start"], r["end"]) for r in got] == [(s, e) for s, e, _ in spans]
+    joint = [best_spans(outputs[0][row], outputs[1][row], u.end - u.start, 6, 3, outputs[2][row])
+             for row, u in enumerate(units)]
+    assert [r["score"] for r in got] == pytest.approx([s for *_, s in merge(context, [(u.start, *j) for u, j in
+                                                                                     zip(units, joint)], 3)[0]])
+    # The length scores decide: make k-char spans overwhelmingly likely and every answer has k chars.
+    real = qa.task.forward
+    for k in (1, 5):
+        def favour_k(features, k=k):
+            p_start, p_end, length = real(features)
+            length = length.copy()
+            length[:, k] += 50.0
+            return [p_start, p_end, length]
+
+        qa.task.forward = favour_k
+        assert [r["end"] - r["start"] for r in qa((context, question))[0]] == [k, k, k]
+    qa.task.forward = real
+    dynamic = Taskflow("reading_comprehension", task_path=joint_package, top_k=3, static=False)((context, question))[0]
+    assert [(r["start"], r["end"]) for r in dynamic] == [(r["start"], r["end"]) for r in got]
+
+
+# ------------------------------------------------------------ null threshold
+
+def test_the_manifest_threshold_moves_the_no_answer_decision_as_documented(tiny, tmp_path):
+    """ln(null) - ln(best) above null_threshold: the empty answer; below: the best span."""
+    from taskflow.training import update_manifest
+
+    item = {"context": MRC_CONTEXT, "question": QUESTION}
+    (_, best, null), = package_scores(Taskflow("reading_comprehension", task_path=tiny).task, [item])
+    margin = math.log(null) - math.log(best)
+    package = tmp_path / "tiny"
+    shutil.copytree(tiny, package)
+    answers = {}
+    for threshold in (margin - 0.05, margin + 0.05):
+        update_manifest(package, {"null_threshold": threshold})
+        answers[threshold] = Taskflow("reading_comprehension", task_path=package, handle_impossible_answer=True)(item)[0]
+    below, above = answers[margin - 0.05], answers[margin + 0.05]
+    assert below["answer"] == "" and below["score"] == pytest.approx(null * math.exp(-(margin - 0.05)))
+    assert above["answer"] != "" and above["score"] == pytest.approx(best)
+    # The option overrides the manifest; without handle_impossible_answer the threshold does nothing.
+    assert Taskflow("reading_comprehension", task_path=package, handle_impossible_answer=True,
+                    null_threshold=margin - 0.05)(item)[0]["answer"] == ""
+    assert Taskflow("reading_comprehension", task_path=package, null_threshold=-50.0)(item)[0]["answer"] != ""
+    ranked = Taskflow("reading_comprehension", task_path=package, handle_impossible_answer=True, top_k=4)(item)[0]
+    assert [r["score"] for r in ranked] == sorted((r["score"] for r in ranked), reverse=True)
+
+
+def test_tuning_picks_the_lowest_threshold_within_the_f1_budget():
+    # Margins ln(null / best): answerable 10 questions of F1 1 at margins -5..4; unanswerable at 0..9.
+    answerable = [(1.0, math.exp(m), 1.0) for m in range(-5, 5)]
+    unanswerable = [(1.0, math.exp(m)) for m in range(0, 10)]
+    tuned = tune_null_threshold(answerable, unanswerable, max_f1_drop=20.0)   # 2 of 10 answerable may go
+    assert tuned["null_threshold"] == pytest.approx(2.5)       # says no answer for margins 3 and up
+    assert tuned["answerable_f1_drop"] == pytest.approx(20.0) and tuned["unanswerable_no_answer"] == 70.0
+    strict = tune_null_threshold(answerable, unanswerable, max_f1_drop=0.0)
+    assert strict["answerable_f1_drop"] == 0.0 and strict["null_threshold"] > 4 and strict["unanswerable_no_answer"] == 50.0
+    # Questions with no span at all always count as "no answer"; wrong answers cost no F1.
+    loose = tune_null_threshold([(None, 0.5, 0.0), (1.0, 1e-9, 1.0)], [(None, 0.5), (0.5, 0.4)], max_f1_drop=0.0)
+    assert loose["unanswerable_no_answer"] == 100.0 and loose["answerable_f1_drop"] == 0.0
+
+
+# ------------------------------------------------- selection set, unanswerable sets
+
+def test_the_held_out_selection_slice_is_whole_passages_and_seeded():
+    from taskflow.tasks.reading_comprehension.train import hold_out
+
+    rows = [{"context": f"passage {c}", "question": f"q{c}.{q}"} for c in range(50) for q in range(c % 4 + 1)]
+    kept, held = hold_out(rows, 1000, seed=7)
+    assert len(held) <= len(rows) // 10 + 3 and len(kept) + len(held) == len(rows)
+    assert not {r["context"] for r in kept} & {r["context"] for r in held}
+    assert hold_out(rows, 1000, seed=7) == (kept, held) and hold_out(rows, 1000, seed=8)[1] != held
+
+
+def _make_unanswerable():
+    spec = importlib.util.spec_from_file_location("make_unanswerable", DEV / "make_unanswerable.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_builder_pairs_a_question_only_with_passages_without_its_answer():
+    build = _make_unanswerable().build
+    articles = [{"id": f"A{i}", "title": f"题{i}", "context": context, "questions": [(f"A{i}_Q", question, [answer])]}
+                for i, (context, question, answer) in enumerate([
+                    ("杭州市是浙江省的省会。", "浙江省的省会是哪里？", "杭州市"),
+                    ("西湖在杭州市的西面，湖水清澈。", "西湖的湖水怎样？", "清澈"),
+                    ("曹雪芹写了红楼梦。", "红楼梦是谁写的？", "曹雪芹"),
+                    ("长江是中国最长的河流。", "中国最长的河流是什么？", "长江")] * 2)]
+    for k, article in enumerate(articles):
+        article["id"] = f"A{k}"
+    parts = build(articles, train=[], seed=0)
+    rows = parts["tune"] + parts["report"]
+    assert rows
+    for row in rows:
+        assert not any(a in row["context"] for a in row["absent_answers"])
+        assert row["question_id"].split("_")[0] != row["context_id"]
+    # 浙江省的省会 is never paired with the passage on 西湖 (it names 杭州市).
+    assert not any(r["question"] == "浙江省的省会是哪里？" and "杭州市" in r["context"] for r in rows)
+
+
+@pytest.mark.parametrize("part", ["tune", "report"])
+def test_the_unanswerable_sets_contract(part):
+    rows = [json.loads(line) for line in (DEV / f"unanswerable_{part}.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(rows) > 400 and len({r["id"] for r in rows}) == len(rows)
+    squeeze = lambda text: re.sub(r"[\s\W_]+", "", normalise(text))
+    for row in rows:
+        assert row["question"].strip() and row["context"].strip() and row["absent_answers"]
+        for answer in row["absent_answers"]:
+            assert answer not in row["context"] and squeeze(answer) not in squeeze(row["context"]), row["id"]
+        assert row["question_id"].rsplit("_QUERY", 1)[0] != row["context_id"]     # another article's passage
+    other = "report" if part == "tune" else "tune"
+    others = [json.loads(line) for line in (DEV / f"unanswerable_{other}.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert not {r["question_id"] for r in rows} & {r["question_id"] for r in others}
+    assert not {r["context_id"] for r in rows} & {r["context_id"] for r in others}
+
+
+def test_a_length_prior_in_the_manifest_decodes_a_package_without_a_length_scorer(tiny, tmp_path):
+    from taskflow.errors import ManifestError
+    from taskflow.training import update_manifest
+
+    package = tmp_path / "tiny"
+    shutil.copytree(tiny, package)
+    item = (MRC_CONTEXT, QUESTION)
+    plain = Taskflow("reading_comprehension", task_path=package, top_k=3)(item)[0]
+    for k in (2, 7):
+        prior = [0.0] + [50.0 if n == k else 0.0 for n in range(1, 11)]
+        update_manifest(package, {"length_prior": prior})
+        qa = Taskflow("reading_comprehension", task_path=package, top_k=3)
+        assert [r["end"] - r["start"] for r in qa(item)[0]] == [k, k, k]
+        item_units = qa.task.split(qa.task.check_item(item, 0))
+        outputs = qa.task.forward(qa.task.preprocess(item_units))
+        expected = [(u.start, *best_spans(outputs[0][row], outputs[1][row], u.end - u.start, 10, 3, np.array(prior)))
+                    for row, u in enumerate(item_units)]
+        assert qa.task.postprocess(outputs, item_units) == expected
+    assert [r["end"] - r["start"] for r in plain] != [7, 7, 7]
+    update_manifest(package, {"length_prior": ["long"]})
+    with pytest.raises(ManifestError, match="length_prior"):
+        Taskflow("reading_comprehension", task_path=package)
+
+
+def test_calibrate_writes_a_length_prior_from_the_training_answers(tiny, tmp_path):
+    from taskflow.tasks.reading_comprehension.calibrate import main as calibrate
+
+    package = tmp_path / "tiny"
+    shutil.copytree(tiny, package)
+    train = tmp_path / "train.json"
+    qas = [{"id": f"Q{i}", "question": "哪里？", "answers": [{"text": "杭州市"[: 1 + i % 3], "answer_start": 0}]}
+           for i in range(9)]
+    train.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [{"id": "P", "context": "杭州市", "qas": qas}]}]},
+                               ensure_ascii=False), encoding="utf-8")
+    assert calibrate(["length-prior", "--package", str(package), "--train", str(train), "--write"]) == 0
+    manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
+    prior = np.array(manifest["length_prior"])
+    assert len(prior) == 1 + manifest["max_answer_len"] and prior[0] == 0.0
+    # 3 answers each of 1, 2 and 3 chars (add-one): log(4 / 19) for those, log(1 / 19) for the 7 other lengths.
+    np.testing.assert_allclose(prior[1:4], np.log(4 / 19), atol=1e-4)
+    np.testing.assert_allclose(prior[4:], np.log(1 / 19), atol=1e-4)
+    Taskflow("reading_comprehension", task_path=package)(("杭州市是浙江省的省会", "省会是哪里"))

@@ -25,11 +25,21 @@ across windows.  The same span found by two overlapping windows counts once
 ``context[start:end] == answer``, also with full-width characters and
 newlines (normalisation maps one char to one char).
 
+A package trained with a length scorer (``max_span`` in its architecture)
+has a third output, the question's scores for each answer length; a span's
+score is then its probability under the window's joint span distribution
+(``data.best_spans``), so the model, not a cap, decides how long answers are.
+A package without one may carry a ``length_prior`` in its manifest (log
+weights per length from its training answers, ``calibrate.py``), decoded the
+same way; a package with neither (as 1.0.0 shipped) decodes as it always did.
+
 ``handle_impossible_answer=True``: the item's null score is the lowest
 window null score ``p_start[NULL] * p_end[NULL]`` (the window most sure it
-holds an answer decides); when it is higher than the best span's score the
-answer is ``''`` with ``start == end == 0`` and that score.  With ``top_k > 1``
-the empty answer takes its place in the ranked list by the same score.
+holds an answer decides).  The empty answer (``''``, ``start == end == 0``)
+scores ``null * exp(-null_threshold)`` (at most 1) and ranks among the spans by
+it, so it is the answer when ``ln(null) - ln(best span) > null_threshold``
+(the manifest's, tuned on unanswerable questions; 0, "null beats the best
+span", for packages without one).
 """
 
 from __future__ import annotations
@@ -43,9 +53,9 @@ from taskflow.errors import ManifestError, OptionError
 from taskflow.model import register_network
 from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
-from taskflow.task import MultiTextTask, bool_option, int_option
+from taskflow.task import MultiTextTask, bool_option, int_option, number_option
 
-from .data import FEATURES, Prepared, Vocab, best_spans, encode, merge, prepare, windows
+from .data import FEATURES, Prepared, Vocab, best_spans, encode, merge, no_answer_score, prepare, windows
 
 __all__ = ["ReadingComprehensionTask"]
 
@@ -62,6 +72,19 @@ class Window(NamedTuple):
     end: int
 
 
+def _length_prior(manifest) -> np.ndarray | None:
+    """The manifest's ``length_prior`` (log weights, index 0 the NULL span, then 1..L chars), if any."""
+    prior = manifest.get("length_prior")
+    if prior is None:
+        return None
+    numbers = isinstance(prior, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in prior)
+    values = np.asarray(prior, dtype=np.float64) if numbers else None
+    if values is None or len(values) < 2 or not np.all(np.isfinite(values)):
+        raise ManifestError(f"model {manifest.name!r}: length_prior must be a list of at least 2 finite numbers "
+                            f"(log weights for the NULL span, then for answers of 1, 2, ... chars); got {prior!r:.80}")
+    return values
+
+
 @register_task("reading_comprehension", aliases=["question_answering_extractive"])
 class ReadingComprehensionTask(MultiTextTask):
     """Extractive question answering over Chinese contexts of any length.
@@ -74,8 +97,11 @@ class ReadingComprehensionTask(MultiTextTask):
         doc_stride: overlap of consecutive windows in chars (default: the model's, 128;
             with a smaller max_seq_len, the same share of it).
         handle_impossible_answer: allow "no answer": give ``''`` (start = end = 0)
-            when the model's score for "the answer is not in the context" beats every
-            span's score (else the best span is always given).
+            when the model's score for "the answer is not in the context" beats the best
+            span's score by the null_threshold margin (else the best span is always given).
+        null_threshold: the margin of handle_impossible_answer, ``ln(null) - ln(best span)``
+            above which the answer is ``''`` (default: the model's tuned value, else 0;
+            lower says "no answer" more often).
 
     >>> from taskflow import Taskflow
     >>> Taskflow("question_answering_extractive", top_k=2)(("北京是中国的首都。", "中国的首都是哪里？"))  # doctest: +SKIP
@@ -87,7 +113,8 @@ class ReadingComprehensionTask(MultiTextTask):
     input_fields = ("context", "question")
 
     def __init__(self, model, *, top_k: int = 1, max_answer_len: int | None = None, max_seq_len: int | None = None,
-                 doc_stride: int | None = None, handle_impossible_answer: bool = False, **base):
+                 doc_stride: int | None = None, handle_impossible_answer: bool = False,
+                 null_threshold: float | None = None, **base):
         super().__init__(model, **base)
         manifest = self.manifest
         self.top_k = int_option("top_k", top_k)
@@ -106,10 +133,14 @@ class ReadingComprehensionTask(MultiTextTask):
                               f"({self.max_seq_len}): windows overlap by doc_stride chars; lower doc_stride "
                               "(--doc-stride) or raise max_seq_len (--max-seq-len)", "doc_stride")
         self.handle_impossible_answer = bool_option("handle_impossible_answer", handle_impossible_answer)
+        # Bounded so exp(-threshold) stays finite; tuned values are a few units.
+        self.null_threshold = number_option("null_threshold", manifest.get("null_threshold", 0.0)
+                                            if null_threshold is None else null_threshold, -50.0, 50.0)
         self.max_question_len = int(manifest.get("max_question_len", 64))
         if list(manifest.get("features", FEATURES)) != list(FEATURES):
             raise ManifestError(f"model {manifest.name!r} was trained with features {manifest.get('features')}; "
                                 f"this taskflow computes {list(FEATURES)}: upgrade taskflow or retrain")
+        self.length_prior = _length_prior(manifest)
         self.vocab = model.vocab(Vocab.load)
         self.normalize = model.normalizer
         if not self.normalize.keeps_length:
@@ -139,10 +170,12 @@ class ReadingComprehensionTask(MultiTextTask):
 
     def postprocess(self, outputs, units):
         p_start, p_end = np.asarray(outputs[0]), np.asarray(outputs[1])
+        length_scores = np.asarray(outputs[2]) if len(outputs) > 2 else None    # a joint model's own
         results = []
         for row, unit in enumerate(units):
             spans, null = best_spans(p_start[row], p_end[row], unit.end - unit.start, self.max_answer_len,
-                                     max(self.top_k, 1))
+                                     max(self.top_k, 1), self.length_prior if length_scores is None
+                                     else length_scores[row])
             results.append((unit.start, spans, null))
         return results
 
@@ -152,7 +185,8 @@ class ReadingComprehensionTask(MultiTextTask):
                    for s, e, score in spans]
         if self.handle_impossible_answer or not answers:
             empty = {"question": item.question, "answer": "", "start": 0, "end": 0,
-                     "score": null if self.handle_impossible_answer else 0.0}
+                     "score": no_answer_score(null, self.null_threshold) if self.handle_impossible_answer else 0.0}
+            # Stable sort: on a tie the spans stay ahead of the empty answer.
             answers = sorted(answers + [empty], key=lambda a: -a["score"])[: self.top_k]
         return answers[0] if self.top_k == 1 else answers
 

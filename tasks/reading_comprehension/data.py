@@ -16,12 +16,14 @@ recipe and the benchmarks, so training and inference prepare text the same way.
 * :func:`encode`: a batch of windows as the network's id and feature arrays;
   each window gets a NULL position 0, the "no answer here" slot.
 * :func:`best_spans`: a window's best answer spans from the network's start /
-  end probabilities, and its null score.
+  end probabilities (and a joint model's length scores), and its null score;
+  :func:`no_answer_score`: the empty answer's score with the package's ``null_threshold``.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import unicodedata
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -31,7 +33,7 @@ import numpy as np
 from taskflow.text import Normalizer, Vocab as CharWordVocab
 
 __all__ = ["PAD", "UNK", "NULL", "FEATURES", "NORMALIZATION", "normalise", "Vocab", "Prepared", "prepare",
-           "segment_context", "windows", "merge", "encode", "best_spans"]
+           "segment_context", "windows", "merge", "encode", "best_spans", "no_answer_score"]
 
 PAD, UNK, NULL = 0, 1, 2
 MAX_WORD_LENGTH = 8
@@ -193,21 +195,42 @@ def encode(units: Sequence[tuple[Prepared, int, int]]) -> dict[str, np.ndarray]:
 
 
 def best_spans(p_start: np.ndarray, p_end: np.ndarray, length: int, max_answer_len: int,
-               top_k: int) -> tuple[list[tuple[int, int, float]], float]:
+               top_k: int, length_scores: np.ndarray | None = None) -> tuple[list[tuple[int, int, float]], float]:
     """A window's ``top_k`` spans ``(start, end, score)`` (window offsets, end exclusive,
     ``end - start <= max_answer_len``) by ``p_start[start] * p_end[end - 1]``, best first,
     and its null score ``p_start[0] * p_end[0]``.  The probabilities include the NULL
-    position 0, so window char ``i`` is at ``i + 1``."""
+    position 0, so window char ``i`` is at ``i + 1``.
+
+    ``length_scores`` (a joint model's third output, ``[L + 1]``: index 0 the NULL span, ``k``
+    a span of ``k`` chars; see ``model.py``): each span's product is weighted by
+    ``exp(length_scores[end - start])`` and the null product by ``exp(length_scores[0])``, all
+    divided by their sum over NULL and every span of at most ``L`` chars in the window: the
+    window's joint span distribution, as trained.  Spans longer than ``L`` have no score (the
+    model gives none), so answers are at most ``min(max_answer_len, L)`` chars.  Without it
+    the result is exactly the 1.0.0 package's (the old formula, untouched).
+    """
+    if length_scores is not None:
+        return _joint_best_spans(p_start, p_end, length, max_answer_len, top_k, np.asarray(length_scores))
     null = float(p_start[0] * p_end[0])
     if length == 0:
         return [], null
     ps = np.asarray(p_start[1:1 + length], dtype=np.float64)
     pe = np.asarray(p_end[1:1 + length], dtype=np.float64)
     span = min(max_answer_len, length)
-    # scores[i, j]: start i, end i + j (inclusive); ends past the window are -1.
+    return _top_spans(_span_products(ps, pe, span), top_k), null
+
+
+def _span_products(ps: np.ndarray, pe: np.ndarray, span: int) -> np.ndarray:
+    """``[i, j]``: ``ps[i] * pe[i + j]`` (start i, end i + j inclusive); ends past the window are -1."""
+    length = len(ps)
     scores = np.full((length, span), -1.0)
     for j in range(span):
         scores[: length - j, j] = ps[: length - j] * pe[j:]
+    return scores
+
+
+def _top_spans(scores: np.ndarray, top_k: int) -> list[tuple[int, int, float]]:
+    span = scores.shape[1]
     k = min(top_k, scores.size)
     flat = np.argpartition(-scores.ravel(), k - 1)[:k]
     flat = flat[np.argsort(-scores.ravel()[flat], kind="stable")]
@@ -216,7 +239,36 @@ def best_spans(p_start: np.ndarray, p_end: np.ndarray, length: int, max_answer_l
         i, j = divmod(int(index), span)
         if scores[i, j] >= 0:
             out.append((i, i + j + 1, float(scores[i, j])))
-    return out, null
+    return out
+
+
+def _joint_best_spans(p_start: np.ndarray, p_end: np.ndarray, length: int, max_answer_len: int, top_k: int,
+                      length_scores: np.ndarray) -> tuple[list[tuple[int, int, float]], float]:
+    # Shift before exp: the distribution is the same, and no length weight overflows.
+    weights = np.exp(np.asarray(length_scores, dtype=np.float64) - float(np.max(length_scores)))
+    null = float(p_start[0]) * float(p_end[0]) * weights[0]
+    longest = min(len(weights) - 1, length)
+    if longest <= 0:
+        return [], 1.0
+    ps = np.asarray(p_start[1:1 + length], dtype=np.float64)
+    pe = np.asarray(p_end[1:1 + length], dtype=np.float64)
+    products = _span_products(ps, pe, longest)
+    valid = products >= 0
+    scores = np.where(valid, products * weights[1:1 + longest], 0.0)
+    total = null + scores.sum()
+    if total <= 0:          # every probability underflowed: nothing to rank
+        return [], 1.0
+    scores = np.where(valid, scores / total, -1.0)
+    return _top_spans(scores[:, :min(max_answer_len, longest)], top_k), float(null / total)
+
+
+def no_answer_score(null_score: float, null_threshold: float = 0.0) -> float:
+    """The empty answer's score under ``handle_impossible_answer=True``: the null score weighed by
+    the package's threshold, ``null * exp(-null_threshold)`` (at most 1), so that it ranks among the
+    spans by its score and comes first exactly when ``ln(null) - ln(best span) > null_threshold``.
+    ``null_threshold = 0`` (packages without one, 1.0.0) is the null score itself: "the null score
+    beats the best span".  See :mod:`.calibrate` for its tuning."""
+    return min(1.0, null_score * math.exp(-null_threshold))
 
 
 def merge(context: str, per_window: Sequence[tuple[int, list[tuple[int, int, float]], float]],

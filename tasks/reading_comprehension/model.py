@@ -21,6 +21,17 @@ trained to put its start and end there, so the softmax over one window
 returns ``(p_start, p_end)``, each [B, T], softmaxed over the real positions
 (pads get 0).  The GRUs take the real lengths, so a window's output does not
 depend on how much padding its batch adds.
+
+With ``max_span = L > 0`` the network also scores answer *lengths*: a third
+output ``length_scores`` [B, L + 1], index 0 for the NULL span and ``k`` for
+a span of ``k`` chars, a learned bias plus (``span_by_question``) a linear map
+of the question vector, so "哪一年" can ask for 5 chars and "为什么" for 30.
+Training then scores every span jointly (``train.py``, ``--span-loss joint``):
+``score(s, e) = start[s] + end[e] + length_scores[e - s + 1]`` over all spans
+of at most L chars in the window and NULL, one softmax; decoding
+(``data.best_spans``) rebuilds exactly that distribution from the three
+outputs.  Without ``max_span`` (the 1.0.0 package) the network and its two
+outputs are as before.
 """
 
 import paddle
@@ -33,7 +44,7 @@ _NEG = -1e4
 class ReaderNet(nn.Layer):
     def __init__(self, vocab_size: int, num_features: int, char_dim: int = 128, hidden_size: int = 96,
                  num_layers: int = 2, question_layers: int = 1, dropout: float = 0.2, align: bool = True,
-                 use_features: bool = True):
+                 use_features: bool = True, max_span: int = 0, span_by_question: bool = True):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, char_dim, padding_idx=0)
         self.dropout = nn.Dropout(dropout)
@@ -50,9 +61,18 @@ class ReaderNet(nn.Layer):
         self.question_attn = nn.Linear(dim, 1)
         self.start = nn.Linear(dim, dim)
         self.end = nn.Linear(dim + dim, dim)
+        self.max_span = max_span
+        if max_span:
+            # Zero start: every length equally likely until training (the recipe starts the bias
+            # from the training answers' lengths).
+            zero = nn.initializer.Constant(0.0)
+            self.length_bias = self.create_parameter([max_span + 1], dtype="float32", default_initializer=zero)
+            self.length_proj = (nn.Linear(dim, max_span + 1, weight_attr=paddle.ParamAttr(initializer=zero),
+                                          bias_attr=False) if span_by_question else None)
 
     def logits(self, context_ids, context_features, question_ids):
-        """Start and end scores [B, T] (pads at -1e4), for training."""
+        """Start and end scores [B, T] (pads at -1e4) and the length scores [B, max_span + 1]
+        (``None`` without ``max_span``), for training."""
         c_mask = (context_ids > 0).astype("float32")                          # [B, T]
         q_mask = (question_ids > 0).astype("float32")                         # [B, Q]
         c_len = (context_ids > 0).astype("int64").sum(axis=1)
@@ -81,8 +101,16 @@ class ReaderNet(nn.Layer):
         end_in = paddle.concat([c_hidden, c_hidden * start_summary], axis=-1)
         end = (self.end(end_in) * q_vec.unsqueeze(1)).sum(axis=-1)
         pad = (1.0 - c_mask) * _NEG
-        return start * c_mask + pad, end * c_mask + pad
+        length = None
+        if self.max_span:
+            # Broadcast to [B, L + 1] (the batch is dynamic in the static export).
+            length = self.length_bias.unsqueeze(0) + paddle.zeros_like(q_vec[:, :1])
+            if self.length_proj is not None:
+                length = length + self.length_proj(q_vec)
+        return start * c_mask + pad, end * c_mask + pad, length
 
     def forward(self, context_ids, context_features, question_ids):
-        start, end = self.logits(context_ids, context_features, question_ids)
-        return F.softmax(start, axis=1), F.softmax(end, axis=1)
+        start, end, length = self.logits(context_ids, context_features, question_ids)
+        if length is None:
+            return F.softmax(start, axis=1), F.softmax(end, axis=1)
+        return F.softmax(start, axis=1), F.softmax(end, axis=1), length

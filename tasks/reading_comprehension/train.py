@@ -5,9 +5,23 @@
 
 Data (SQuAD-format JSON; CMRC 2018, Cui et al., EMNLP 2019, CC BY-SA 4.0):
 
-* training: ``train.json`` (10,142 questions);
-* model selection (the epoch): ``trial.json`` (1,002 questions);
-* report only: ``dev.json`` (3,219 questions), never trained or selected on.
+* training: ``train.json`` (10,142 questions) less the held-out slice;
+* model selection (the step) and the null threshold's answerable side: ``--holdout`` questions
+  (whole articles, seeded) held out of train, whose answers (20 chars on average) are nearer
+  dev's (11) than trial's (31, which made the 1.0.0 selection reward long answers);
+  ``--selection FILE`` selects on a file instead;
+* report only, never trained or selected on: ``dev.json`` (3,219 questions) and ``trial.json``
+  (1,002);
+* the null threshold's unanswerable side: ``dev/unanswerable_tune.jsonl`` (trial questions paired
+  with other articles' passages; ``calibrate.py``).
+
+``--span-loss joint`` (the default) trains a length scorer with the start and end: one softmax
+over every span of at most ``--max-answer-len`` chars in the window and NULL, ``score(s, e) =
+start[s] + end[e] + length[e - s + 1]`` (``model.py``; the length scores depend on the question
+unless ``--length-prior global``); ``independent`` is 1.0.0's loss (a cross-entropy of the start
+and one of the end, no length scorer), decoded (selection included) with the training answers'
+length histogram as a fixed prior, written to the manifest as ``length_prior`` (see
+``calibrate.py``); ``both`` adds the two losses.
 
 Each training example is a window of ``--window`` chars of its context with
 a random offset that keeps the answer inside; with probability
@@ -36,7 +50,8 @@ from taskflow.training import (PackageDraft, Schedule, fast_cpu_math, fit, frame
                                length_batches, log, portable_path, recipe_parser, seed_all)
 
 from .data import FEATURES, NORMALIZATION, Vocab, encode, merge, normalise, prepare, segment_context, windows, best_spans
-from .metrics import evaluate
+from .metrics import evaluate, f1_score
+from .calibrate import DEFAULT_UNANSWERABLE, length_prior_fields, read_unanswerable, tune_null_threshold
 
 SOURCE = ("CMRC 2018 (Yiming Cui et al., A Span-Extraction Dataset for Chinese Machine Reading Comprehension, "
           "EMNLP-IJCNLP 2019), CC BY-SA 4.0; github.com/ymcui/cmrc2018")
@@ -46,8 +61,21 @@ def parse_args(argv):
     parser = recipe_parser("reading_comprehension", __doc__, name="drqa_char", seed=1234,
                            data="folder with train.json, trial.json, dev.json (CMRC 2018)")
     parser.add_argument("--train", help="default: DATA_DIR/train.json")
-    parser.add_argument("--selection", help="default: DATA_DIR/trial.json")
-    parser.add_argument("--report", help="default: DATA_DIR/dev.json ('' to skip)")
+    parser.add_argument("--selection", help="select on this file (default: --holdout questions held out of train)")
+    parser.add_argument("--holdout", type=int, default=1000,
+                        help="questions (whole articles, at most a tenth of train) held out of train to select on")
+    parser.add_argument("--report", nargs="*",
+                        help="files reported on, never selected on (default: DATA_DIR/dev.json DATA_DIR/trial.json; "
+                             "'' for none)")
+    parser.add_argument("--span-loss", choices=["joint", "independent", "both"], default="joint",
+                        help="joint: one softmax over spans with a length scorer (default); independent: 1.0.0's "
+                             "start and end cross-entropies; both: their sum")
+    parser.add_argument("--length-prior", choices=["question", "global"], default="question",
+                        help="the length scores: a bias plus a map of the question vector, or the bias alone")
+    parser.add_argument("--unanswerable", default=str(DEFAULT_UNANSWERABLE),
+                        help="unanswerable questions to tune null_threshold on ('' to skip; default: %(default)s)")
+    parser.add_argument("--max-f1-drop", type=float, default=0.75,
+                        help="selection-set F1 points the tuned null_threshold may cost")
     parser.add_argument("--char-dim", type=int, default=128)
     parser.add_argument("--hidden", type=int, default=96)
     parser.add_argument("--layers", type=int, default=2)
@@ -92,6 +120,27 @@ def read_squad(path) -> list[dict]:
     return out
 
 
+def hold_out(rows: list[dict], questions: int, seed: int) -> tuple[list[dict], list[dict]]:
+    """``(kept, held_out)``: whole contexts (a question never leaves its passage in training) drawn
+    by a seeded shuffle until ``questions`` are held out, at most a tenth of ``rows``' questions
+    (at least one context)."""
+    contexts = sorted({r["context"] for r in rows})
+    random.Random(seed).shuffle(contexts)
+    per_context: dict[str, int] = {}
+    for r in rows:
+        per_context[r["context"]] = per_context.get(r["context"], 0) + 1
+    budget, chosen, taken = min(questions, len(rows) // 10), set(), 0
+    for context in contexts:
+        if taken >= budget and chosen:
+            break
+        chosen.add(context)
+        taken += per_context[context]
+    kept = [r for r in rows if r["context"] not in chosen]
+    held = [r for r in rows if r["context"] in chosen]
+    assert not {r["context"] for r in kept} & {r["context"] for r in held}
+    return kept, held
+
+
 class Examples:
     """Questions with their prepared contexts (features computed once, windows drawn per epoch)."""
 
@@ -106,15 +155,17 @@ class Examples:
                                          context_words=words_cache[context]))
 
 
-def training_windows(examples: Examples, window: int, neg_rate: float, rng: random.Random):
+def training_windows(examples: Examples, window: int, neg_rate: float, rng: random.Random,
+                     longest: int | None = None):
     """``(prepared, start, end, target_start, target_end)`` for one epoch; targets index the
-    network's positions (0 = NULL, window char i at i + 1)."""
+    network's positions (0 = NULL, window char i at i + 1).  Answers longer than ``longest``
+    (a joint model's longest span) are left out."""
     out = []
     for row, p in zip(examples.rows, examples.prepared):
         s = row["start"]
         e = s + len(row["answers"][0])
         n = len(p.context)
-        if s < 0 or e - s > window:
+        if s < 0 or e - s > min(window, longest or window):
             continue
         if n <= window:
             out.append((p, 0, n, s + 1, e))
@@ -183,8 +234,10 @@ def char_vectors(texts, vocab: Vocab, dim: int, window: int = 3, seed: int = 0) 
 # ---------------------------------------------------------------- inference
 
 def predict(network, examples: Examples, max_seq_len: int, doc_stride: int, max_answer_len: int,
-            batch_size: int = 64) -> list[str]:
-    """The best answer of each question, by the task's own windowing and merging (dynamic graph)."""
+            batch_size: int = 64, length_prior: np.ndarray | None = None) -> list[tuple[str, float | None, float]]:
+    """``(best answer, its score or None, null score)`` of each question, by the task's own
+    windowing, decoding and merging (dynamic graph); ``length_prior`` is the manifest's, for a
+    network without a length scorer."""
     import paddle
 
     units = [(i, p, a, b) for i, p in enumerate(examples.prepared)
@@ -197,42 +250,98 @@ def predict(network, examples: Examples, max_seq_len: int, doc_stride: int, max_
         for start in range(0, len(units), batch_size):
             batch = units[start:start + batch_size]
             feeds = encode([(p, a, b) for _, p, a, b in batch])
-            p_start, p_end = network(*[paddle.to_tensor(feeds[k]) for k in
-                                       ("context_ids", "context_features", "question_ids")])
-            p_start, p_end = p_start.numpy(), p_end.numpy()
+            outputs = [out.numpy() for out in network(*[paddle.to_tensor(feeds[k]) for k in
+                                                        ("context_ids", "context_features", "question_ids")])]
+            p_start, p_end = outputs[0], outputs[1]
+            length_scores = outputs[2] if len(outputs) > 2 else None
             for row, (i, _, a, b) in enumerate(batch):
-                spans, null = best_spans(p_start[row], p_end[row], b - a, max_answer_len, 1)
+                spans, null = best_spans(p_start[row], p_end[row], b - a, max_answer_len, 1,
+                                         length_prior if length_scores is None else length_scores[row])
                 per_item[i].append((a, spans, null))
     if was_training:
         network.train()
-    answers = []
+    out = []
     for row, p, found in zip(examples.rows, examples.prepared, per_item):
-        best, _ = merge(p.context, found, 1)
-        answers.append(row["context"][best[0][0]:best[0][1]] if best else "")
-    return answers
+        best, null = merge(p.context, found, 1)
+        out.append((row["context"][best[0][0]:best[0][1]], best[0][2], null) if best else ("", None, null))
+    return out
 
 
-def score(network, examples: Examples, args) -> dict:
-    predictions = predict(network, examples, args.max_seq_len, args.doc_stride, args.max_answer_len)
-    return evaluate([r["answers"] for r in examples.rows], predictions)
+def figures(rows: list[dict], predicted: list[tuple[str, float | None, float]]) -> dict:
+    """F1 / EM and the mean lengths of the answers and of the references (each question's mean)."""
+    answers = [answer for answer, _, _ in predicted]
+    return {**evaluate([r["answers"] for r in rows], answers),
+            "mean_answer_len": round(float(np.mean([len(a) for a in answers])), 2),
+            "mean_reference_len": round(float(np.mean([np.mean([len(x) for x in r["answers"]]) for r in rows])), 2)}
+
+
+def score(network, examples: Examples, args, length_prior: np.ndarray | None = None) -> dict:
+    return figures(examples.rows, predict(network, examples, args.max_seq_len, args.doc_stride, args.max_answer_len,
+                                          length_prior=length_prior))
 
 
 # ------------------------------------------------------------------ training
 
-def span_loss(network, batch):
-    """Cross-entropy of the answer's start and end positions over a batch of training windows."""
+def span_loss(network, batch, kind: str = "independent"):
+    """The loss of a batch of training windows: ``independent``, the cross-entropy of the answer's
+    start and of its end position; ``joint``, the cross-entropy of the whole span among every span
+    the length scorer covers (:func:`joint_span_loss`); ``both``, their sum."""
     import paddle
     import paddle.nn.functional as F
 
     feeds = encode([(p, a, b) for p, a, b, _, _ in batch])
-    start_logits, end_logits = network.logits(*[paddle.to_tensor(feeds[k]) for k in
-                                                ("context_ids", "context_features", "question_ids")])
-    starts = paddle.to_tensor(np.array([x[3] for x in batch], dtype=np.int64))
-    ends = paddle.to_tensor(np.array([x[4] for x in batch], dtype=np.int64))
-    return F.cross_entropy(start_logits, starts) + F.cross_entropy(end_logits, ends)
+    start_logits, end_logits, length = network.logits(*[paddle.to_tensor(feeds[k]) for k in
+                                                        ("context_ids", "context_features", "question_ids")])
+    starts = np.array([x[3] for x in batch], dtype=np.int64)
+    ends = np.array([x[4] for x in batch], dtype=np.int64)
+    loss = 0.0
+    if kind in ("independent", "both"):
+        loss = F.cross_entropy(start_logits, paddle.to_tensor(starts)) + F.cross_entropy(end_logits,
+                                                                                        paddle.to_tensor(ends))
+    if kind in ("joint", "both"):
+        loss = loss + joint_span_loss(start_logits, end_logits, length, starts, ends)
+    return loss
 
 
-def data_files(args) -> dict[str, Path | None]:
+def joint_span_loss(start_logits, end_logits, length, starts: np.ndarray, ends: np.ndarray):
+    """Cross-entropy of the answer span under one softmax over the NULL span (0, 0), scored
+    ``start[0] + end[0] + length[:, 0]``, and every span ``(s, e)`` with ``1 <= s <= e < s + L``,
+    scored ``start[s] + end[e] + length[:, e - s + 1]`` (``L = length.shape[1] - 1``; network
+    positions, ``e`` inclusive).  Pads carry -1e4 in the start / end scores, so spans reaching
+    into them get no mass: this is exactly the distribution ``data.best_spans`` decodes."""
+    import paddle
+    import paddle.nn.functional as F
+
+    batch, width = start_logits.shape
+    longest = length.shape[1] - 1
+    padded_end = paddle.concat([end_logits, paddle.full([batch, longest], -1e4, dtype=end_logits.dtype)], axis=1)
+    end_at = paddle.stack([padded_end[:, j:j + width] for j in range(longest)], axis=2)    # [B, T, L]: end s + j
+    spans = start_logits.unsqueeze(2) + end_at + length[:, 1:].unsqueeze(1)
+    no_null_start = np.zeros((1, width, 1), dtype=np.float32)
+    no_null_start[0, 0, 0] = -1e4                          # a span cannot start at NULL
+    spans = spans + paddle.to_tensor(no_null_start)
+    null = start_logits[:, :1] + end_logits[:, :1] + length[:, :1]
+    scores = paddle.concat([null, spans.reshape([batch, width * longest])], axis=1)
+    target = np.where(starts == 0, 0, 1 + starts * longest + (ends - starts))
+    return F.cross_entropy(scores, paddle.to_tensor(target.astype(np.int64)))
+
+
+def length_log_prior(rows: list[dict], longest: int) -> np.ndarray:
+    """Where the length bias starts: index ``k`` the log share of training answers of ``k`` chars
+    (add-one smoothed, lengths 1..longest), index 0 (NULL) zero; a joint model with flat start and
+    end scores then draws lengths as the answers have them."""
+    counts = np.ones(longest + 1)
+    for row in rows:
+        k = len(row["answers"][0]) if row["answers"] else 0
+        if 1 <= k <= longest:
+            counts[k] += 1
+    prior = np.log(counts / counts[1:].sum())
+    prior[0] = 0.0
+    return prior.astype(np.float32)
+
+
+def data_files(args) -> dict:
+    """``{"train": path, "selection": path or None (the held-out slice), "report": [paths]}``."""
     def path(given, default):
         if given is not None:
             return Path(given) if given else None
@@ -240,8 +349,13 @@ def data_files(args) -> dict[str, Path | None]:
             raise SystemExit(f"give --data-dir or the file itself (missing {default})")
         return Path(args.data_dir) / default
 
-    return {"train": path(args.train, "train.json"), "selection": path(args.selection, "trial.json"),
-            "report": path(args.report, "dev.json")}
+    if args.report is None:
+        report = [path(None, "dev.json"), path(None, "trial.json")]
+        report = [f for f in report if f.is_file()]
+    else:
+        report = [Path(f) for f in args.report if f]
+    return {"train": path(args.train, "train.json"), "selection": Path(args.selection) if args.selection else None,
+            "report": report}
 
 
 def pretrain_chars(network, texts: list[str], vocab: Vocab, args) -> dict:
@@ -265,9 +379,17 @@ def main(argv=None) -> int:
     rng = seed_all(args.seed)
     files = data_files(args)
     train_rows = read_squad(files["train"])[: args.max_train or None]
-    selection_rows = read_squad(files["selection"])
-    report_rows = read_squad(files["report"]) if files["report"] else []
-    log(f"{len(train_rows)} training, {len(selection_rows)} selection, {len(report_rows)} report questions")
+    if files["selection"]:
+        selection_rows, selection_name = read_squad(files["selection"]), files["selection"].name
+    else:
+        # Selection on questions removed from training, whose answers are nearer dev's in length
+        # than trial's: every figure the selection sees is one the model could not learn.
+        train_rows, selection_rows = hold_out(train_rows, args.holdout, args.seed)
+        selection_name = (f"{files['train'].name}, {len(selection_rows)} questions of "
+                          f"{len({r['context'] for r in selection_rows})} passage(s) held out (seed {args.seed})")
+    reports = {f.name: read_squad(f) for f in files["report"]}
+    log(f"{len(train_rows)} training, {len(selection_rows)} selection ({selection_name}), "
+        + ", ".join(f"{len(rows)} {name}" for name, rows in reports.items()) + " report questions")
 
     texts = list(dict.fromkeys(normalise(t) for r in train_rows for t in (r["context"], r["question"])))
     vocab = Vocab.build(texts, jieba_cut(), min_char=args.min_char, min_word=args.min_word)
@@ -278,35 +400,69 @@ def main(argv=None) -> int:
     selection = Examples(selection_rows, vocab, args.max_question_len, words_cache)
     log(f"prepared features in {time.time() - started:.0f}s")
 
+    joint = args.span_loss != "independent"
     architecture = {"vocab_size": len(vocab.char_list), "num_features": len(FEATURES), "char_dim": args.char_dim,
                     "hidden_size": args.hidden, "num_layers": args.layers, "question_layers": args.question_layers,
                     "dropout": args.dropout, "align": not args.no_align, "use_features": not args.no_features}
+    if joint:
+        # The longest span the model scores is the longest answer it gives (the manifest's max_answer_len).
+        architecture.update(max_span=args.max_answer_len, span_by_question=args.length_prior == "question")
     network = ReaderNet(**architecture)
+    if joint:
+        network.length_bias.set_value(length_log_prior(train_rows, args.max_answer_len))
+        prior_fields, length_prior = {}, None
+    else:
+        # Start and end chosen independently make answers long (1.0.0); the training answers'
+        # length histogram as a fixed prior at decoding is the cheap cure (calibrate.py).
+        prior_fields = length_prior_fields(train_rows, args.max_answer_len, files["train"].name)
+        length_prior = np.asarray(prior_fields["length_prior"])
     pretrain = None if args.no_pretrain else pretrain_chars(network, texts, vocab, args)
     log(f"{sum(int(np.prod(p.shape)) for p in network.parameters()):,} parameters")
 
+    longest = args.max_answer_len if joint else None
+    if joint:
+        too_long = sum(1 for r in train_rows if r["answers"] and len(r["answers"][0]) > longest)
+        log(f"{too_long} training answers longer than --max-answer-len {longest} are left out (the joint "
+            "model scores no longer span)")
+
     def epoch():
-        items = training_windows(train, args.window, args.neg_rate, rng)   # windows drawn afresh each epoch
+        items = training_windows(train, args.window, args.neg_rate, rng, longest)   # windows drawn afresh each epoch
         lengths = [end - start for _, start, end, _, _ in items]
         return [[items[k] for k in index] for index in length_batches(lengths, args.batch_size, rng)]
 
-    epoch_size = len(training_windows(train, args.window, args.neg_rate, random.Random(0)))
+    epoch_size = len(training_windows(train, args.window, args.neg_rate, random.Random(0), longest))
     schedule = Schedule(lr=args.lr, steps_per_epoch=-(-epoch_size // args.batch_size), epochs=args.epochs,
                         warmup=args.warmup, floor=0.02, evals=args.evals, minutes=args.minutes, eval_guess=40.0)
-    run = fit(network, epoch, lambda batch: span_loss(network, batch), lambda: score(network, selection, args),
-              schedule=schedule, select="f1", optimizer="Adamax", grad_clip=10.0, log_every=50)
+    run = fit(network, epoch, lambda batch: span_loss(network, batch, args.span_loss),
+              lambda: score(network, selection, args, length_prior), schedule=schedule, select="f1",
+              optimizer="Adamax", grad_clip=10.0, log_every=50)
 
     with PackageDraft(args, "reading_comprehension", started=started) as draft:
         draft.ship_weights(network, float16=lambda name: name.startswith("embed."))    # and evaluate exactly what ships
-        metrics = {"selection": {"file": files["selection"].name, **score(network, selection, args)}}
-        if report_rows:
-            report = Examples(report_rows, vocab, args.max_question_len, words_cache)
-            metrics["report"] = {"file": files["report"].name, **score(network, report, args)}
-        log("metrics: " + json.dumps(metrics))
+        selected = predict(network, selection, args.max_seq_len, args.doc_stride, args.max_answer_len,
+                           length_prior=length_prior)
+        metrics = {"selection": {"file": selection_name, **figures(selection_rows, selected)},
+                   "report": {name: score(network, Examples(rows, vocab, args.max_question_len, words_cache), args,
+                                          length_prior) for name, rows in reports.items()}}
+        null_fields = {}
+        if args.unanswerable:
+            unanswerable = Examples(read_unanswerable(args.unanswerable), vocab, args.max_question_len, words_cache)
+            refused = predict(network, unanswerable, args.max_seq_len, args.doc_stride, args.max_answer_len,
+                              length_prior=length_prior)
+            answered = [(s, n, f1_score(r["answers"], a)) for r, (a, s, n) in zip(selection_rows, selected)]
+            tuned = tune_null_threshold(answered, [(s, n) for _, s, n in refused], args.max_f1_drop)
+            null_fields = {"null_threshold": tuned["null_threshold"],
+                           "null_tuning": {**tuned, "answerable_file": selection_name,
+                                           "unanswerable_file": Path(args.unanswerable).name}}
+            log(f"null_threshold {tuned['null_threshold']}: {tuned['unanswerable_no_answer']}% of the unanswerable "
+                f"said no answer, selection F1 -{tuned['answerable_f1_drop']}")
+        log("metrics: " + json.dumps(metrics, ensure_ascii=False))
         vocab.save(draft / "vocab.json")
         draft.write({
             "description": "DrQA-style char reader (BiGRU, aligned question embedding, exact-match and word "
-                           "features, NULL position for no-answer windows), trained from scratch on CMRC 2018",
+                           "features, NULL position for no-answer windows"
+                           + (", a length scorer trained jointly with start and end" if joint else "")
+                           + "), trained from scratch on CMRC 2018",
             "architecture": {"type": "drqa_reader", **architecture},
             "normalization": list(NORMALIZATION),
             "features": list(FEATURES),
@@ -314,10 +470,15 @@ def main(argv=None) -> int:
             "doc_stride": args.doc_stride,
             "max_answer_len": args.max_answer_len,
             "max_question_len": args.max_question_len,
+            **prior_fields,
+            **null_fields,
             "training": {
                 "train_file": portable_path(files["train"], args.data_dir),
-                "selection_file": portable_path(files["selection"], args.data_dir),
-                "questions": len(train_rows), "source": SOURCE, "char_vectors": pretrain, "window": args.window, "neg_rate": args.neg_rate,
+                "selection_file": (portable_path(files["selection"], args.data_dir) if files["selection"]
+                                   else selection_name),
+                "questions": len(train_rows), "source": SOURCE, "char_vectors": pretrain, "window": args.window,
+                "neg_rate": args.neg_rate, "span_loss": args.span_loss,
+                **({"length_prior": args.length_prior} if joint else {}),
                 "vocab": {"chars": len(vocab.char_list), "words": len(vocab.segmenter.logp),
                           "min_char": args.min_char, "min_word": args.min_word,
                           "segmenter": "word list from jieba (HMM) over the training texts, max-probability path"},

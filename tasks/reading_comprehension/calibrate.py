@@ -1,0 +1,206 @@
+"""Calibrate a package's decoding: its answer-length prior and its ``null_threshold``.
+
+**Length prior** (``length_prior`` in the manifest, for packages without a length scorer, e.g.
+1.0.0): a log weight per answer length, index 0 the NULL span, taken from the lengths of the
+training answers (``train.length_log_prior``: the log share of answers of each length, add-one
+smoothed).  ``data.best_spans`` then decodes ``p_start * p_end * exp(prior[length])`` normalised
+over the window's spans, as for a joint model's own length scores.  Nothing is tuned: the prior
+is the training answers' histogram (a package trained on train gets train's, which its own
+start / end probabilities were fitted to; the independent start / end choice is what makes
+1.0.0's answers long, not train's lengths).
+
+**Null threshold**: for each question the reader gives its best span's score and the item's null
+score (see ``data.best_spans`` and ``data.merge``); the answer is ``''`` when ``ln(null) - ln(best)
+> null_threshold`` (``data.no_answer_score``).  The threshold is tuned on two sets together:
+
+* answerable questions (the selection set: the recipe's held-out slice of CMRC train, or the
+  file given), where each "no answer" loses that question's F1;
+* unanswerable ones (``dev/unanswerable_tune.jsonl``: CMRC trial questions paired with another
+  article's passage, see ``dev/make_unanswerable.py``), where each is right.
+
+The tuned threshold is the lowest one (most "no answer") whose answerable F1 is at most
+``max_f1_drop`` points below the F1 without "no answer" (``handle_impossible_answer=False``):
+the issue's target is "at least 80% of unanswerable questions said 'no answer', answerable F1
+down at most 1 point", and the default budget of 0.75 keeps a margin for the sets it is
+reported on (CMRC dev and ``dev/unanswerable_report.jsonl``).  Between two margins of the tuning
+sets every threshold decides alike; the middle of that interval is kept.  It depends on the
+decoding, so a length prior goes in first.
+
+The recipe tunes the threshold after training; for an existing package (1.0.0 read all of
+train, so its answerable set is trial, its selection set):
+
+    python -m taskflow.tasks.reading_comprehension.calibrate length-prior \\
+        --package resources/reading_comprehension/drqa_char --train ../shared/data/mrc/cmrc2018/train.json --write
+    python -m taskflow.tasks.reading_comprehension.calibrate null-threshold \\
+        --package resources/reading_comprehension/drqa_char --answerable ../shared/data/mrc/cmrc2018/trial.json --write
+
+``--write`` stores the figures in the package's manifest (its files stay as they are); without
+it the command only prints them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+__all__ = ["margin", "tune_null_threshold", "read_unanswerable", "package_scores", "tune_package",
+           "length_prior_fields", "main"]
+
+DEFAULT_UNANSWERABLE = Path(__file__).resolve().parent / "dev" / "unanswerable_tune.jsonl"
+_TINY = 1e-300
+
+
+def margin(best_score: float | None, null_score: float) -> float:
+    """``ln(null) - ln(best)``: above the threshold, "no answer" (``+inf`` when there is no span)."""
+    if best_score is None:
+        return math.inf
+    return math.log(max(null_score, _TINY)) - math.log(max(best_score, _TINY))
+
+
+def tune_null_threshold(answerable: Sequence[tuple[float | None, float, float]],
+                        unanswerable: Sequence[tuple[float | None, float]], max_f1_drop: float = 0.75) -> dict:
+    """The threshold, and what it does on the tuning sets.
+
+    ``answerable``: per question ``(best span score, null score, F1 of the best span in [0, 1])``;
+    ``unanswerable``: per question ``(best span score, null score)``.  Returns
+    ``{"null_threshold", "answerable_f1", "answerable_f1_drop", "unanswerable_no_answer", ...}``
+    (F1 and shares in percent).
+    """
+    if not answerable or not unanswerable:
+        raise ValueError(f"tuning needs both sets; got {len(answerable)} answerable and "
+                         f"{len(unanswerable)} unanswerable questions")
+    a_margin = np.array([margin(b, n) for b, n, _ in answerable])
+    a_f1 = np.array([f for _, _, f in answerable], dtype=np.float64)
+    u_margin = np.array([margin(b, n) for b, n in unanswerable])
+    n = len(answerable)
+    # Thresholds worth trying: the finite margins seen (a threshold between two of them decides
+    # like the lower one), most "no answer" first.
+    candidates = np.unique(np.concatenate([a_margin, u_margin]))
+    candidates = candidates[np.isfinite(candidates)]
+    if not len(candidates):
+        candidates = np.array([0.0])
+    # F1 lost at threshold t: the answerable questions with margin > t.
+    order = np.argsort(a_margin)
+    sorted_margin, lost_after = a_margin[order], np.cumsum(a_f1[order][::-1])[::-1]
+    lost_after = np.append(lost_after, 0.0)
+
+    def f1_drop(t: float) -> float:
+        return 100.0 * lost_after[np.searchsorted(sorted_margin, t, side="right")] / n
+
+    feasible = [k for k, t in enumerate(candidates) if f1_drop(t) <= max_f1_drop + 1e-9]
+    k = feasible[0] if feasible else len(candidates) - 1
+    low = candidates[k]
+    high = candidates[k + 1] if k + 1 < len(candidates) else low + 1.0
+    threshold = float(round((low + high) / 2, 4))
+    base = 100.0 * a_f1.mean()
+    return {"null_threshold": threshold,
+            "answerable_f1_without_no_answer": round(base, 3),
+            "answerable_f1": round(base - f1_drop(threshold), 3),
+            "answerable_f1_drop": round(f1_drop(threshold), 3),
+            "answerable_no_answer": round(100.0 * float(np.mean(a_margin > threshold)), 2),
+            "unanswerable_no_answer": round(100.0 * float(np.mean(u_margin > threshold)), 2),
+            "max_f1_drop": max_f1_drop, "answerable_questions": n, "unanswerable_questions": len(unanswerable)}
+
+
+def read_unanswerable(path: str | Path) -> list[dict]:
+    """Rows of an unanswerable set (JSON lines with ``context`` and ``question``)."""
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def package_scores(task, rows: Iterable[dict]) -> list[tuple[str, float | None, float]]:
+    """``(best answer, its score or None, null score)`` per ``{context, question}`` row, through
+    ``task`` (a ``ReadingComprehensionTask``: its windows, batching, predictor and merging), before
+    any no-answer decision."""
+    from . import ReadingComprehensionTask
+    from .data import merge
+
+    class BeforeTheDecision(ReadingComprehensionTask):
+        """The task up to merging the windows; join keeps the best span and the null score."""
+
+        def join(self, item, results, units):
+            spans, null = merge(item.context, results, 1)
+            return (item.context[spans[0][0]:spans[0][1]], spans[0][2], null) if spans else ("", None, null)
+
+    raw = BeforeTheDecision(task.model, batch_size=task.batch_size, max_answer_len=task.max_answer_len,
+                            max_seq_len=task.max_seq_len, doc_stride=task.doc_stride)
+    items = [raw.check_item((row["context"], row["question"]), i) for i, row in enumerate(rows)]
+    return raw.run_items(items)
+
+
+def tune_package(package: str | Path, answerable_rows: list[dict], unanswerable_rows: list[dict],
+                 max_f1_drop: float = 0.75) -> dict:
+    """Tune ``package``'s threshold through the product (static graph) on these rows."""
+    from taskflow import Taskflow
+
+    from .metrics import f1_score
+
+    task = Taskflow("reading_comprehension", task_path=str(package)).task
+    answered = package_scores(task, answerable_rows)
+    refused = package_scores(task, unanswerable_rows)
+    return tune_null_threshold([(score, null, f1_score(row["answers"], answer))
+                                for row, (answer, score, null) in zip(answerable_rows, answered)],
+                               [(score, null) for _, score, null in refused], max_f1_drop)
+
+
+def length_prior_fields(train_rows: list[dict], longest: int, train_file: str) -> dict:
+    """The manifest fields of a length prior from ``train_rows``' first answers, lengths 1..``longest``."""
+    from .train import length_log_prior
+
+    prior = length_log_prior(train_rows, longest)
+    return {"length_prior": [round(float(x), 4) for x in prior],
+            "length_prior_source": {"file": train_file, "answers": len(train_rows),
+                                    "method": "log share of the training answers of each length 1..max_answer_len "
+                                              "(add-one smoothed); index 0, the NULL span, 0"}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m taskflow.tasks.reading_comprehension.calibrate",
+                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    prior = commands.add_parser("length-prior", help="a length prior from the training answers")
+    prior.add_argument("--train", required=True, help="the SQuAD-format file the package was trained on")
+    null = commands.add_parser("null-threshold", help="tune null_threshold")
+    null.add_argument("--answerable", required=True,
+                      help="SQuAD-format questions the package was not trained on (e.g. its selection set)")
+    null.add_argument("--unanswerable", default=str(DEFAULT_UNANSWERABLE), help="default: %(default)s")
+    null.add_argument("--max-f1-drop", type=float, default=0.75, help="answerable F1 points the threshold may cost")
+    for command in (prior, null):
+        command.add_argument("--package", required=True, help="a reading_comprehension model package (folder)")
+        command.add_argument("--write", action="store_true", help="store the result in the package's manifest")
+    args = parser.parse_args(argv)
+    from .train import read_squad
+
+    if args.command == "length-prior":
+        from taskflow.packages import Manifest
+
+        manifest = Manifest.load(Path(args.package) / "manifest.json")
+        if manifest["architecture"].get("max_span"):
+            raise SystemExit(f"{args.package} has its own length scorer (max_span); a prior would not be used")
+        rows = [r for r in read_squad(args.train) if r["answers"]]
+        fields = length_prior_fields(rows, int(manifest.get("max_answer_len", 64)), Path(args.train).name)
+        print(json.dumps(fields, ensure_ascii=False))
+    else:
+        answerable = [r for r in read_squad(args.answerable) if r["question"].strip() and r["answers"]]
+        tuned = tune_package(args.package, answerable, read_unanswerable(args.unanswerable), args.max_f1_drop)
+        tuned = {**tuned, "answerable_file": Path(args.answerable).name,
+                 "unanswerable_file": Path(args.unanswerable).name}
+        print(json.dumps(tuned, ensure_ascii=False, indent=1))
+        fields = {"null_threshold": tuned["null_threshold"], "null_tuning": tuned}
+    if args.write:
+        from taskflow.training import update_manifest
+
+        update_manifest(args.package, fields)
+        print(f"wrote {', '.join(k for k in fields if not k.endswith(('_source', '_tuning')))} into "
+              f"{Path(args.package) / 'manifest.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
