@@ -141,6 +141,25 @@ def keep_latin_runs_whole(text: str, begins: list[bool], tags: list[str]) -> Non
         tags[start + 1:end] = [tags[start]] * (end - start - 1)
 
 
+# Title marks, corner brackets and double quotes (normalised: half-width where one exists).  Not
+# parentheses: they are inside names (华为技术(深圳)有限公司); not single quotes: they are
+# apostrophes too (O'Neil, don’t).
+_BRACKETS = re.compile(r"[《》〈〉「」『』【】〔〕“”\"]")
+
+
+def split_off_brackets(text: str, begins: list[bool], tags: list[str]) -> None:
+    """A bracket or double quote is a word of its own, tagged ``w``, as in LAC and MSRA: titles are
+    《/w 红楼梦/nw 》/w, never ``《红楼梦》``.  Training sets that mark a title with its brackets
+    (CLUENER's book/movie/game mentions do) teach a model to swallow them; this undoes it whatever the
+    model learned.  ``begins``/``tags`` are changed in place."""
+    for mark in _BRACKETS.finditer(text):
+        i = mark.start()
+        begins[i] = True
+        tags[i] = "w"
+        if i + 1 < len(text):
+            begins[i + 1] = True
+
+
 def words_from_labels(text: str, begins: list[bool], tags: list[str]) -> list[tuple[int, int, str]]:
     """``(start, end, tag)`` words from per-char starts and tags; whitespace runs are ``w`` words."""
     words: list[tuple[int, int, str]] = []
@@ -220,6 +239,7 @@ class LexicalStages(TextTask):
         norm = self.normalize(item)
         mark_unseen_symbols(norm, self.chars, begins, tags)
         keep_latin_runs_whole(norm, begins, tags)
+        split_off_brackets(norm, begins, tags)
         if user_dict is not None:
             user_dict.apply(norm, begins, tags)
         return words_from_labels(item, begins, tags)

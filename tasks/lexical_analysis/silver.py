@@ -162,7 +162,8 @@ def cluener_sentences(path: str | Path, teacher: Teacher) -> list[list[tuple[str
             tag = CLUENER_TO_LAC[kind]
             for spans in mentions.values():
                 for start, end in spans:        # CLUENER's end is inclusive
-                    (left_to_teacher if tag is None else gold).append((start, end + 1, tag))
+                    start, end = _inside_brackets(text, start, end + 1)
+                    (left_to_teacher if tag is None else gold).append((start, end, tag))
         gold = _without_overlaps(gold)
         covered = {k for s, e, _ in gold for k in range(s, e)}
         # Inside a gold mention the gold tag decides; a scene is the teacher's to label, unchecked.
@@ -173,6 +174,17 @@ def cluener_sentences(path: str | Path, teacher: Teacher) -> list[list[tuple[str
         words = _impose(len(text), [w for w in words if w not in outside] + checked, gold)
         out.append([(text[s:e], t) for s, e, t in words])
     return out
+
+
+_OPENING, _CLOSING = "《〈「『【“", "》〉」』】”"
+
+
+def _inside_brackets(text: str, start: int, end: int) -> tuple[int, int]:
+    """A mention without its enclosing brackets: CLUENER marks titles as 《红楼梦》, LAC and MSRA as
+    《/w 红楼梦/nw 》/w."""
+    while end - start > 2 and text[start] in _OPENING and text[end - 1] in _CLOSING:
+        start, end = start + 1, end - 1
+    return start, end
 
 
 def _without_overlaps(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
