@@ -91,7 +91,8 @@ def test_download_puts_a_bundled_package_and_its_export_in_the_cache(tmp_path, m
 
     assert main(["download", "sentiment_analysis", "--home", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    cached = tmp_path / "taskflow" / "sentiment_analysis" / "char_cnn" / "1.0.0"
+    version = Taskflow("sentiment_analysis").task.manifest.version     # the bundled package's
+    cached = tmp_path / "taskflow" / "sentiment_analysis" / "char_cnn" / version
     assert f"{cached} (bundled)" in out and "static graph:" in out
     assert (cached / ".verified").is_file() and list(cached.glob("static/*-*/inference.*"))
     empty = tmp_path / "no_bundle"
