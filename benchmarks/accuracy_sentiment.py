@@ -26,6 +26,16 @@ EVAL_SPLITS = [
 ]
 
 
+def training_texts(data: Path, train_files: list[str]) -> tuple[list[str], list[int]]:
+    """The texts and labels of a package's training files (its manifest's ``train_files``)."""
+    texts, labels = [], []
+    for name in train_files:
+        more_texts, more_labels = read_labelled_tsv(data / name)
+        texts += more_texts
+        labels += more_labels
+    return texts, labels
+
+
 def baseline(train_texts, train_labels):
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
@@ -49,11 +59,7 @@ def main() -> None:
     flow = Taskflow("sentiment_analysis")
     manifest = flow.task.manifest
     train_files = manifest["training"]["train_files"]
-    train_texts, train_labels = [], []
-    for name in train_files:
-        texts, labels = read_labelled_tsv(data / name)
-        train_texts += texts
-        train_labels += labels
+    train_texts, train_labels = training_texts(data, train_files)
     start = time.perf_counter()
     base = baseline(train_texts, train_labels)
     base_seconds = time.perf_counter() - start

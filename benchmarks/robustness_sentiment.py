@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from accuracy_sentiment import baseline  # noqa: E402
+from accuracy_sentiment import baseline, training_texts  # noqa: E402
 from common import machine, read_labelled_tsv, table, update_section  # noqa: E402
 
 REAL_SPLIT = "chnsenticorp/dev.dedup.tsv"
@@ -46,12 +46,7 @@ def main() -> None:
     names = [f"taskflow {f.task.manifest.version}" if len(flows) > 1 else "taskflow" for f in flows]
     flow = flows[0]
     manifest = flow.task.manifest
-    train_files = manifest["training"]["train_files"]
-    train_texts, train_labels = [], []
-    for name in train_files:
-        texts, labels = read_labelled_tsv(data / name)
-        train_texts += texts
-        train_labels += labels
+    train_texts, train_labels = training_texts(data, manifest["training"]["train_files"])
     base = baseline(train_texts, train_labels)
 
     def labels_of(model):

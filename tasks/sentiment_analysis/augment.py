@@ -42,7 +42,7 @@ from itertools import product
 from typing import Iterable, Sequence
 
 from . import normalize
-from .robustness import ISSUE_CASES, LABELS, NEGATIVE, POSITIVE, frame_shape, generate_cases
+from .robustness import ISSUE_CASES, LABELS, NEGATIVE, POSITIVE, _first_clause_end, frame_shape, generate_cases
 
 __all__ = ["KINDS", "SIZES", "TRAIN_VOCABULARY", "Generated", "generate", "negation_sentences",
            "contrast_sentences", "slang_sentences"]
@@ -424,13 +424,6 @@ def _slang_around(real: list[tuple[str, str]], count: int, rng: random.Random) -
 
 def _strip_end(text: str) -> str:
     return text.rstrip(_SENTENCE_END)
-
-
-def _first_clause_end(text: str) -> int | None:
-    for i, ch in enumerate(text[:-1]):
-        if ch in "，。！；,;!" and i > 0:
-            return i
-    return None
 
 
 def _punctuation(text: str, label: str, rng: random.Random) -> str:
