@@ -144,7 +144,8 @@ def keep_latin_runs_whole(text: str, begins: list[bool], tags: list[str]) -> Non
 # Title marks, corner brackets and double quotes (normalised: half-width where one exists).  Not
 # parentheses: they are inside names (华为技术(深圳)有限公司); not single quotes: they are
 # apostrophes too (O'Neil, don’t).
-_BRACKETS = re.compile(r"[《》〈〉「」『』【】〔〕“”\"]")
+OPENING_MARKS, CLOSING_MARKS = "《〈「『【〔“", "》〉」』】〕”"
+_BRACKETS = re.compile("[" + re.escape(OPENING_MARKS + CLOSING_MARKS + '"') + "]")
 
 
 def split_off_brackets(text: str, begins: list[bool], tags: list[str]) -> None:

@@ -31,6 +31,8 @@ import json
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from . import CLOSING_MARKS, OPENING_MARKS
+
 ENTITY_TAGS = ("PER", "LOC", "ORG")
 CLUENER_TO_LAC = {"name": "PER", "address": "LOC", "organization": "ORG", "company": "ORG", "government": "ORG",
                   "position": "n", "book": "nw", "movie": "nw", "game": "nw", "scene": None}
@@ -176,13 +178,10 @@ def cluener_sentences(path: str | Path, teacher: Teacher) -> list[list[tuple[str
     return out
 
 
-_OPENING, _CLOSING = "《〈「『【“", "》〉」』】”"
-
-
 def _inside_brackets(text: str, start: int, end: int) -> tuple[int, int]:
     """A mention without its enclosing brackets: CLUENER marks titles as 《红楼梦》, LAC and MSRA as
     《/w 红楼梦/nw 》/w."""
-    while end - start > 2 and text[start] in _OPENING and text[end - 1] in _CLOSING:
+    while end - start > 2 and text[start] in OPENING_MARKS and text[end - 1] in CLOSING_MARKS:
         start, end = start + 1, end - 1
     return start, end
 
