@@ -205,8 +205,17 @@ def test_silver_entities_are_refereed_and_lac_spans_imposed():
                    (12, 14, "LOC")]                 # LAC's span joins the teacher's two chars
     # LAC's spans with a space or symbol inside are guesses, not names; joiners stay.
     assert name_spans("喝蒙牛死全家# #让-保罗", [(1, 9, "ORG"), (9, 13, "PER"), (0, 1, "v")]) == [(9, 13, "PER")]
-    # Without a referee's word at the same span, a refused entity is a proper noun of no type.
+    # Without a referee's word at the same span, a refused entity is a proper noun of no type...
     assert silver_words("哈哈", [(0, 2, "PER")], {}) == [(0, 2, "nz")]
+    # ...unless the referee's words tile it: a refused claim's boundaries go with it.
+    laughter = {(0, 4): "xc", (4, 5): "v", (5, 7): "ORG"}
+    assert silver_words("哈哈哈哈笑死", [(0, 5, "PER"), (5, 6, "v")], laughter) == [(0, 4, "xc"), (4, 5, "v"), (5, 6, "v")]
+    # With LAC as referee, its POS wins on words both cut alike; not its entities or time words.
+    ours = [(0, 2, "LOC"), (2, 4, "t"), (4, 5, "p"), (5, 7, "nz"), (7, 8, "u"), (8, 10, "PER"), (10, 12, "v"),
+            (12, 13, "n"), (13, 14, "n")]
+    adopted = silver_words(text, ours, {**referee, (4, 5): "c", (7, 8): "xc", (12, 13): "ns"}, adopt_pos=True)
+    assert adopted[:6] == [(0, 2, "xc"), (2, 4, "t"), (4, 5, "c"), (5, 7, "nz"), (7, 8, "xc"), (8, 10, "PER")]
+    assert adopted[6:] == [(10, 12, "v"), (12, 13, "ns"), (13, 14, "n")]
 
 
 def test_lac_labels_file_and_review_splits_as_silver_sources(tmp_path):

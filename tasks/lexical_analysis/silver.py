@@ -17,8 +17,9 @@ The referee is Baidu LAC when its labels are given (``lac_labels.py``, run in a 
 F1 0.79 on the genre dev set against 0.63 for this project's 1.1.0 model), else jieba's tagger.
 A teacher's entity stays only where the referee calls the same span the same type; laughter
 (哈哈: a particle to both) and most other off-genre guesses fail that test and take the
-referee's tag for the word, or ``nz``.  LAC's own PER/LOC/ORG spans are then imposed: words keep
-the teacher's (MSRA's) boundaries and POS, entities are LAC's.  LAC is not trusted for word
+referee's words and tags for that span, or ``nz``.  Where LAC has a word with the teacher's
+boundaries, its POS is taken (no gold POS there; LAC's tag set is the model's).  LAC's own
+PER/LOC/ORG spans are then imposed: words keep the teacher's (MSRA's) boundaries, entities are LAC's.  LAC is not trusted for word
 boundaries (F1 0.87 on MSRA dev by MSRA's standard), jieba not for entities it alone finds.
 
 Both give sentences as ``[(word, LAC tag), ...]``, the recipe's training format.
@@ -102,25 +103,55 @@ def _name_char(char: str) -> bool:
 
 
 def _checked_entities(words: list[tuple[int, int, str]], referee: dict[tuple[int, int], str],
-                      protected: Iterable[tuple[int, int]] = ()) -> list[tuple[int, int, str]]:
-    """The teacher's entities that the referee agrees with (same span, same type) stay; the others
-    take the referee's tag where it has the same word (哈哈: a particle), else ``nz`` (a proper
-    noun of no known type): the segmentation is kept, the claim dropped."""
+                      protected: Iterable[tuple[int, int]] = (), *, adopt_pos: bool = False
+                      ) -> list[tuple[int, int, str]]:
+    """The teacher's words, refereed where no gold says otherwise.
+
+    * An entity the referee agrees with (same span, same type) stays.  One it refuses takes the
+      referee's words where they tile the same span (哈哈哈哈笑/PER -> 哈哈哈哈/xc 笑/v: a refused
+      claim's boundaries are as suspect as its type), else the referee's tag for the same word,
+      else ``nz`` (a proper noun of no known type); the referee's own entities are never taken here.
+    * With ``adopt_pos`` (the referee is LAC), any other word whose span the referee has too takes
+      the referee's POS: LAC's tag set is the one the model learns, and these lines have no gold
+      POS.  Not time words nor the referee's entities: TIME follows the MSRA data's rules, and
+      entities are imposed apart.  jieba, the fallback referee, is not trusted for POS here."""
     keep = set(protected)
     out = []
     for s, e, t in words:
-        if t in ENTITY_TAGS and (s, e) not in keep and referee.get((s, e)) != t:
-            t = referee.get((s, e), "nz")
-            t = "nz" if t in ENTITY_TAGS else t
+        theirs = referee.get((s, e))
+        if t in ENTITY_TAGS and (s, e) not in keep and theirs != t:
+            tiling = _tiling(referee, s, e)
+            if theirs is None and len(tiling) > 1:
+                out += [(a, b, "nz" if u in ENTITY_TAGS else u) for a, b, u in tiling]
+                continue
+            t = "nz" if theirs is None or theirs in ENTITY_TAGS else theirs
+        elif adopt_pos and t not in _KEEP_OWN and theirs is not None and theirs not in _KEEP_OWN:
+            t = theirs
         out.append((s, e, t))
     return out
 
 
+_KEEP_OWN = ENTITY_TAGS + ("TIME",)
+
+
+def _tiling(referee: dict[tuple[int, int], str], start: int, end: int) -> list[tuple[int, int, str]]:
+    """The referee's words that exactly cover ``[start, end)``, in order; empty if they do not."""
+    out, at = [], start
+    ends = {s: (e, t) for (s, e), t in referee.items()}
+    while at < end and at in ends:
+        stop, tag = ends[at]
+        if stop > end:
+            return []
+        out.append((at, stop, tag))
+        at = stop
+    return out if at == end else []
+
+
 def silver_words(text: str, words: list[tuple[int, int, str]], referee: dict[tuple[int, int], str],
-                 entities: list[tuple[int, int, str]] = ()) -> list[tuple[int, int, str]]:
-    """One silver sentence: the teacher's ``words`` with its entities checked by the ``referee``,
-    then ``entities`` (LAC's) imposed on them."""
-    return _impose(len(text), _checked_entities(words, referee), list(entities))
+                 entities: list[tuple[int, int, str]] = (), *, adopt_pos: bool = False) -> list[tuple[int, int, str]]:
+    """One silver sentence: the teacher's ``words`` refereed (:func:`_checked_entities`), then
+    ``entities`` (LAC's) imposed on them."""
+    return _impose(len(text), _checked_entities(words, referee, adopt_pos=adopt_pos), list(entities))
 
 
 def _impose(length: int, words: list[tuple[int, int, str]], spans: list[tuple[int, int, str]]):
@@ -170,7 +201,8 @@ def cluener_sentences(path: str | Path, teacher: Teacher) -> list[list[tuple[str
         covered = {k for s, e, _ in gold for k in range(s, e)}
         # Inside a gold mention the gold tag decides; a scene is the teacher's to label, unchecked.
         outside = [(s, e, t) for s, e, t in words if not covered & set(range(s, e))]
-        checked = _checked_entities(outside, teacher.referee_tags(text), protected=[(s, e) for s, e, _ in left_to_teacher])
+        checked = _checked_entities(outside, teacher.referee_tags(text), protected=[(s, e) for s, e, _ in left_to_teacher],
+                                    adopt_pos=text in teacher.lac)
         # LAC's entities are not imposed here: CLUENER marks every name, place and organisation
         # of its kinds, so one outside its mentions is by its standard no entity.
         words = _impose(len(text), [w for w in words if w not in outside] + checked, gold)
@@ -231,7 +263,8 @@ def silver_sentences(texts: list[str], teacher: Teacher) -> list[list[tuple[str,
     LAC's entities imposed where LAC labelled the line."""
     out = []
     for text, words in zip(texts, teacher.words(texts)):
-        words = silver_words(text, words, teacher.referee_tags(text), teacher.lac_entities(text))
+        words = silver_words(text, words, teacher.referee_tags(text), teacher.lac_entities(text),
+                             adopt_pos=text in teacher.lac)
         out.append([(text[s:e], t) for s, e, t in words])
     return out
 
