@@ -34,6 +34,9 @@ across windows) and CMRC 2018's official scoring (``metrics.py``).
 ``--minutes`` is a wall-clock budget for the training loop: after a few
 steps the recipe measures its speed and fits the steps (and the learning-rate
 schedule) into it.  ``--no-features`` / ``--no-align`` train the ablations.
+``--vectors DIR`` starts the char table from corpus char vectors (``python -m
+pretraining.vectors``) instead of the SVD of ``--pretrain-files``, rows at the
+same unit length.
 """
 
 from __future__ import annotations
@@ -47,9 +50,11 @@ from pathlib import Path
 import numpy as np
 
 from taskflow.training import (PackageDraft, Schedule, fast_cpu_math, fit, framework_versions, jieba_cut,
-                               length_batches, log, portable_path, recipe_parser, seed_all)
+                               length_batches, load_vectors, log, portable_path, pretrained_embeddings, recipe_parser,
+                               seed_all)
 
-from .data import FEATURES, NORMALIZATION, Vocab, encode, merge, normalise, prepare, segment_context, windows, best_spans
+from .data import (FEATURES, NORMALIZATION, NULL, Vocab, encode, merge, normalise, prepare, segment_context, windows,
+                   best_spans)
 from .metrics import evaluate, f1_score
 from .calibrate import DEFAULT_UNANSWERABLE, length_prior_fields, read_unanswerable, tune_null_threshold
 
@@ -86,6 +91,9 @@ def parse_args(argv):
     parser.add_argument("--pretrain-files", nargs="*", default=[],
                         help="raw text files whose chars (with the training texts) pre-train the char vectors")
     parser.add_argument("--no-pretrain", action="store_true", help="random char vectors")
+    parser.add_argument("--vectors", metavar="DIR",
+                        help="corpus vectors (python -m pretraining.vectors --out DIR): the char table starts from "
+                             "their char vectors instead of the SVD of --pretrain-files")
     parser.add_argument("--min-char", type=int, default=2)
     parser.add_argument("--min-word", type=int, default=2)
     parser.add_argument("--window", type=int, default=256, help="training window, chars")
@@ -101,7 +109,10 @@ def parse_args(argv):
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--warmup", type=int, default=200)
     parser.add_argument("--evals", type=int, default=8, help="selection evaluations over the run")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.vectors and (args.no_pretrain or args.pretrain_files):
+        parser.error("--vectors replaces the SVD char vectors: give it without --no-pretrain and --pretrain-files")
+    return args
 
 
 # ---------------------------------------------------------------------- data
@@ -229,6 +240,34 @@ def char_vectors(texts, vocab: Vocab, dim: int, window: int = 3, seed: int = 0) 
     vectors = np.where(norms > 0, vectors / np.maximum(norms, 1e-8), 0.0)
     vectors[:3] = 0.0
     return vectors.astype(np.float32)
+
+
+def start_from_vectors(network, vectors: str, vocab: Vocab, seed: int) -> dict:
+    """The char table from the corpus char vectors (``pretraining/vectors.py``) instead of the SVD
+    step, at the SVD step's scale: unit rows (a random direction for a char the corpus lacks), pad,
+    unknown and NULL rows zero, so the learning rate and the rest of the recipe stay as tuned.
+    What the manifest says of it: the vectors, their sources and the share of the chars covered."""
+    tokens, matrix = load_vectors(vectors, "char")
+    # The reader normalises as the vectors were (t2s width lower space): a char is its own key.
+    table, coverage = pretrained_embeddings(vocab.char_list, tokens, matrix, network.embed.weight.shape[1],
+                                            scale=1.0, seed=seed)
+    norms = np.linalg.norm(table, axis=1, keepdims=True)
+    table = np.where(norms > 0, table / np.maximum(norms, 1e-8), 0.0).astype(np.float32)
+    table[: NULL + 1] = 0.0
+    network.embed.weight.set_value(table)
+    log(f"char vectors from {vectors}: {coverage:.1%} of the {len(vocab.char_list)} chars")
+    return {"method": "corpus skip-gram char vectors (pretraining/vectors.py), centred, unit rows",
+            "vectors": portable_path(vectors), "sources": vectors_sources(vectors), "coverage": round(coverage, 4)}
+
+
+def vectors_sources(vectors: str) -> dict | None:
+    """The ``sources`` that ``vectors.json`` beside the vectors records (None without one), data
+    folders as a manifest names them."""
+    folder = Path(vectors) if Path(vectors).is_dir() else Path(vectors).parent
+    if not (folder / "vectors.json").is_file():
+        return None
+    sources = json.loads((folder / "vectors.json").read_text(encoding="utf-8"))["sources"]
+    return {k: portable_path(v) if k in ("corpus", "labelled_train") and v else v for k, v in sources.items()}
 
 
 # ---------------------------------------------------------------- inference
@@ -416,7 +455,10 @@ def main(argv=None) -> int:
         # length histogram as a fixed prior at decoding is the cheap cure (calibrate.py).
         prior_fields = length_prior_fields(train_rows, args.max_answer_len, files["train"].name)
         length_prior = np.asarray(prior_fields["length_prior"])
-    pretrain = None if args.no_pretrain else pretrain_chars(network, texts, vocab, args)
+    if args.vectors:
+        pretrain = start_from_vectors(network, args.vectors, vocab, args.seed)
+    else:
+        pretrain = None if args.no_pretrain else pretrain_chars(network, texts, vocab, args)
     log(f"{sum(int(np.prod(p.shape)) for p in network.parameters()):,} parameters")
 
     longest = args.max_answer_len if joint else None

@@ -18,7 +18,9 @@ Two stages (model.py explains the network):
    (Adam, linearly decaying rate), then ``deep_weight`` picked on dev.
 
 ``--deep-init DIR`` starts from the deep part of an existing package (its
-weights.npz and vocab.txt) and runs only the wide stage.
+weights.npz and vocab.txt) and runs only the wide stage.  ``--vectors DIR``
+starts the deep stage's char table and hashed bigram buckets from corpus vectors
+(``python -m pretraining.vectors``).
 
 Both stages also train on sentences generated from the train splits and from
 templates (augment.py, issue 24: invariance copies, negation, contrast, slang;
@@ -47,6 +49,7 @@ ChnSentiCorp is) gives the labels negative/positive.  See
 from __future__ import annotations
 
 import csv
+import json
 import sys
 import time
 from collections import Counter
@@ -56,8 +59,10 @@ import numpy as np
 
 from taskflow.tasks.text_classification.train import (SMALL_DATA, Chars, add_network_options, add_own_data_training,
                                                       build_vocab, train_own_data)
-from taskflow.training import (PackageDraft, Schedule, fit, framework_versions, length_batches, log, own_data_defaults,
-                               portable_path, recipe_parser, restore, seed_all, update_manifest)
+from taskflow.text import Normalizer
+from taskflow.training import (PackageDraft, Schedule, fit, framework_versions, length_batches, load_vectors, log,
+                               own_data_defaults, portable_path, pretrained_embeddings, recipe_parser, restore,
+                               seed_all, update_manifest)
 
 from . import NORMALIZATION, temper
 from .augment import KINDS as AUGMENT_KINDS
@@ -76,6 +81,8 @@ REPORT = [
 # Calibration: fitted on dev, and reported on dev and (held out) test.
 CALIBRATION_SPLITS = (("chnsenticorp_dev", "chnsenticorp/dev.tsv"), ("chnsenticorp_test", "chnsenticorp/test.tsv"))
 ECE_BINS = 15   # equal-width confidence bins (Guo et al., On Calibration of Modern Neural Networks, 2017)
+# How pretraining/vectors.py normalises its texts (its NORMALIZATION), for a vectors.npz without its vectors.json.
+VECTORS_NORMALIZATION = ("t2s", "width", "lower", "space")
 
 
 def read_tsv(path: Path) -> tuple[list[str], list[int]]:
@@ -95,6 +102,9 @@ def parse_args(argv):
     p.add_argument("--wide-epochs", type=int, default=3)
     p.add_argument("--wide-lr", type=float, default=0.02)
     p.add_argument("--deep-init", help="package dir whose deep weights and vocab to reuse (skips stage 1)")
+    p.add_argument("--vectors", metavar="DIR",
+                   help="corpus vectors (python -m pretraining.vectors --out DIR): the char table and the hashed "
+                        "bigram buckets start from their char and bigram vectors")
     p.add_argument("--augment", default=",".join(AUGMENT_KINDS),
                    help="--data-dir runs: generated training sentences (augment.py), comma-separated kinds, "
                         "or 'none' (default: %(default)s)")
@@ -111,6 +121,8 @@ def parse_args(argv):
         p.error("give --data-dir DIR (the project's data layout) or --train FILE (your own labelled file), one of them")
     if args.calibrate and args.train:
         p.error("--calibrate fits on ChnSentiCorp dev: give --data-dir, not --train")
+    if args.vectors and (args.train or args.deep_init or args.calibrate):
+        p.error("--vectors starts the deep stage of a --data-dir run: not with --train, --deep-init or --calibrate")
     if not args.calibrate and not args.out:
         p.error("the following arguments are required: --out")
     kinds = [] if args.augment.strip() == "none" else [k.strip() for k in args.augment.split(",") if k.strip()]
@@ -137,6 +149,63 @@ def load_deep(net, package_dir: str) -> list[dict]:
     with np.load(Path(package_dir, "weights.npz")) as stored:
         restore(net, {k: stored[k].astype("float32") for k in stored.files if not is_wide(k)})
     return [{"from": portable_path(package_dir)}]
+
+
+def start_from_vectors(net, vectors: str, vocab: list[str], seed: int) -> dict:
+    """The char table and the hashed bigram buckets start from the corpus vectors
+    (``pretraining/vectors.py``) at the spread of the network's own init; a bucket gets the vector of
+    the most frequent corpus bigram that the network hashes into it.  What the manifest says of it:
+    the vectors, their sources and the share of chars and of buckets covered (also logged).  The
+    wide model's hashed tables (``wide_buckets``) hold per-label weights, not embeddings: they
+    start as the network's."""
+    import paddle
+
+    about = (Path(vectors) if Path(vectors).is_dir() else Path(vectors).parent) / "vectors.json"
+    report = json.loads(about.read_text(encoding="utf-8")) if about.is_file() else {}
+    # This model normalises t2s width lower, without the vectors' "space" step: a tab or an
+    # ideographic space is a char of its own here and a plain space in the vectors, so each
+    # vocabulary char is looked up as the vectors' normalisation writes it.
+    as_vectors_key = Normalizer(report.get("normalization", VECTORS_NORMALIZATION))
+    coverage = {}
+    tokens, matrix = load_vectors(vectors, "char")
+    table, coverage["char"] = pretrained_embeddings([as_vectors_key(c) for c in vocab], tokens, matrix,
+                                                    net.char_emb.weight.shape[1], scale=_init_scale(net.char_emb),
+                                                    seed=seed)
+    net.char_emb.weight.set_value(table)
+    if net.bigram_buckets > 0:
+        tokens, matrix = load_vectors(vectors, "bigram")
+        # A corpus bigram's chars are already in this model's form (the steps it lacks only touch
+        # whitespace, which the vectors write as a plain space, a char of this vocabulary too).
+        # Bigrams with a char outside the vocabulary (or a BOS/EOS mark) get id 0, which the hash
+        # leaves out: their bucket at inference is (char, UNK), a mix of every unknown char.
+        ids_of = {c: i for i, c in enumerate(vocab)}
+        pairs = np.array([[ids_of.get(b[0], 0), ids_of.get(b[1], 0)] if len(b) == 2 else [0, 0] for b in tokens],
+                         dtype="int64").reshape(-1, 2)
+        with paddle.no_grad():   # the network's own hash, so a bucket is the one inference looks up
+            buckets = net._hash(paddle.to_tensor(pairs), paddle.to_tensor((pairs > 0).astype("int64")), 2,
+                                net.bigram_buckets).numpy()[:, 0]
+        taken, first = np.unique(buckets, return_index=True)   # tokens are most frequent first
+        bucket_bigram = [""] * net.bigram_buckets              # "": no corpus bigram, a random row
+        for bucket, row in zip(taken, first):
+            if bucket > 0:
+                bucket_bigram[bucket] = tokens[row]
+        table, coverage["bigram_buckets"] = pretrained_embeddings(bucket_bigram, tokens, matrix,
+                                                                  net.bigram_emb.weight.shape[1],
+                                                                  scale=_init_scale(net.bigram_emb), seed=seed)
+        net.bigram_emb.weight.set_value(table)
+    log(f"embeddings from {vectors}: " + ", ".join(f"{k} {v:.1%}" for k, v in coverage.items()))
+    sources = report.get("sources")
+    if sources:
+        sources = {k: portable_path(v) if k in ("corpus", "labelled_train") and v else v for k, v in sources.items()}
+    return {"method": "corpus skip-gram char and bigram vectors (pretraining/vectors.py), centred, at the init's "
+                      "spread; a bigram bucket from its most frequent corpus bigram",
+            "vectors": portable_path(vectors), "sources": sources,
+            "coverage": {k: round(v, 4) for k, v in coverage.items()}}
+
+
+def _init_scale(layer) -> float:
+    """The half-width of the uniform init with the spread of ``layer``'s own (Xavier) init."""
+    return float(np.sqrt(3.0) * layer.weight.numpy().std())
 
 
 def train_deep(net, chars: Chars, train_ids, train_y, rows: list[int], dev, args, rng) -> list[dict]:
@@ -260,6 +329,7 @@ def main(argv=None) -> int:
     net = SentimentNet(**architecture)
     train_ids = [chars.encode(t)[: 100_000] for t in texts]
     train_y = np.array(labels, dtype="int64")
+    pretrained = start_from_vectors(net, args.vectors, vocab, args.seed) if args.vectors else None
     if args.deep_init:
         history = {"deep": load_deep(net, args.deep_init)}
     else:
@@ -284,6 +354,7 @@ def main(argv=None) -> int:
                 "train_files": [f"{s}/train.tsv" for s in sets],
                 "examples": {"real": real_rows, "generated": len(extra_texts)},
                 "augmentation": augmentation,
+                **({"pretrained_embeddings": pretrained} if pretrained else {}),
                 "selection": "ChnSentiCorp dev: deep epoch, wide epoch and deep_weight",
                 "chn_weight": args.chn_weight, "epochs": args.epochs, "wide_epochs": args.wide_epochs,
                 "seed": args.seed, "history": history, "command": "taskflow train sentiment_analysis " + " ".join(argv or sys.argv[1:]),

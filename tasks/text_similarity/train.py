@@ -26,6 +26,8 @@ a text of a selection or report split or of ``dev/swap_dev.tsv``.  Off by defaul
 ``--minutes`` is a wall-clock budget: after a few steps the recipe measures
 its speed and fits the number of steps (and the learning-rate schedule) into
 it.  ``--max-train-pairs`` trains on a random subset (architecture comparisons).
+``--vectors DIR`` starts the char and word tables from corpus vectors
+(``python -m pretraining.vectors``).
 
 Your own labelled pairs instead (a .csv / .tsv with a header, or .jsonl):
 
@@ -47,14 +49,16 @@ import json
 import random
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 from taskflow.errors import TrainingDataError
 from taskflow.training import (Fit, PackageDraft, Schedule, add_own_data_options, check_label_sets,
                                classification_report, fast_cpu_math, fit, framework_versions, jieba_cut,
-                               length_batches, log, own_data_defaults, portable_path, print_report, read_labelled,
-                               recipe_parser, seed_all, split_off_dev)
+                               length_batches, load_vectors, log, own_data_defaults, portable_path,
+                               pretrained_embeddings, print_report, read_labelled, recipe_parser, seed_all,
+                               split_off_dev)
 
 from .augment import KINDS, SWAP_DEV, generated_training_pairs, read_generated
 from .data import DEFAULT_FILES, Pair, drop_overlap, read_pairs, resolve_files, split_lcqmc_dev
@@ -91,6 +95,9 @@ def parse_args(argv):
     parser.add_argument("--hard-negatives", type=int, default=0, metavar="N",
                         help="add N pairs generated from the training texts (augment.py: half hard negatives, half "
                              "paraphrases); 0: none")
+    parser.add_argument("--vectors", metavar="DIR",
+                        help="corpus vectors (python -m pretraining.vectors --out DIR): the char and word tables "
+                             "start from their char and word vectors")
     parser.add_argument("--epochs", type=float, default=3.0)
     parser.add_argument("--minutes", type=float, help="wall-clock budget for the training loop")
     parser.add_argument("--batch-size", type=int, default=128)
@@ -191,6 +198,39 @@ def build_network(args, vocab: Vocab):
     if args.arch == "match":
         architecture.update(blocks=args.blocks, exact_match=not args.no_exact_match)
     return architecture, build(architecture)
+
+
+def start_from_vectors(network, vectors: str, vocab: Vocab, seed: int) -> dict:
+    """The char and word tables start from the corpus vectors (``pretraining/vectors.py``) at the
+    spread of the network's own init; a token the corpus lacks keeps a random row.  What the
+    manifest says of it: the vectors, their sources and the share of each vocabulary covered (also
+    logged)."""
+    # The vectors' keys are t2s width lower space; this model's tokens are t2s width lower with
+    # whitespace and punctuation stripped, on which "space" changes nothing: a token is its own key.
+    embed, coverage = network.embed, {}
+    for kind, tokens_of_vocab, layer in (("char", vocab.char_list, embed.char_emb),
+                                         ("word", vocab.word_list, embed.word_emb)):
+        if layer is None:      # --word-dim 0
+            continue
+        tokens, matrix = load_vectors(vectors, kind)
+        scale = float(np.sqrt(3.0) * layer.weight.numpy().std())   # the uniform init as wide as the network's own
+        table, coverage[kind] = pretrained_embeddings(tokens_of_vocab, tokens, matrix, layer.weight.shape[1],
+                                                      scale=scale, seed=seed)
+        layer.weight.set_value(table)
+    log(f"embeddings from {vectors}: " + ", ".join(f"{k} {v:.1%} of the vocabulary" for k, v in coverage.items()))
+    return {"method": "corpus skip-gram char and word vectors (pretraining/vectors.py), centred, at the init's spread",
+            "vectors": portable_path(vectors), "sources": vectors_sources(vectors),
+            "coverage": {k: round(v, 4) for k, v in coverage.items()}}
+
+
+def vectors_sources(vectors: str) -> dict | None:
+    """The ``sources`` that ``vectors.json`` beside the vectors records (None without one), data
+    folders as a manifest names them."""
+    folder = Path(vectors) if Path(vectors).is_dir() else Path(vectors).parent
+    if not (folder / "vectors.json").is_file():
+        return None
+    sources = json.loads((folder / "vectors.json").read_text(encoding="utf-8"))["sources"]
+    return {k: portable_path(v) if k in ("corpus", "labelled_train") and v else v for k, v in sources.items()}
 
 
 def fit_matcher(network, train: Encoded, index: list[int], evaluate, select: str, args, rng, *,
@@ -310,6 +350,7 @@ def train_own_pairs(args, argv: list[str]) -> int:
             f"{len(vocab.word_list)} words")
 
     architecture, network = build_network(args, vocab)
+    pretrained = start_from_vectors(network, args.vectors, vocab, args.seed) if args.vectors else None
 
     def evaluate():
         scores = predict(network, dev_data)
@@ -345,6 +386,7 @@ def train_own_pairs(args, argv: list[str]) -> int:
                 "vocab": {"chars": len(vocab.char_list), "words": len(vocab.word_list), "min_char": args.min_char,
                           "min_word": args.min_word},
                 "command": "taskflow train text_similarity " + " ".join(argv),
+                **({"pretrained_embeddings": pretrained} if pretrained else {}),
                 **run.summary(), "selection": "the epoch with the best dev accuracy, at the threshold best for it",
                 "batch_size": args.batch_size, "seed": args.seed,
             },
@@ -385,6 +427,7 @@ def main(argv=None) -> int:
 
     architecture, network = build_network(args, vocab)
     log(f"{args.arch}: {sum(int(np.prod(p.shape)) for p in network.parameters()):,} parameters")
+    pretrained = start_from_vectors(network, args.vectors, vocab, args.seed) if args.vectors else None
 
     def evaluate():
         accuracies = {k: accuracy(predict(network, d), d.labels) for k, d in selection_data.items()}
@@ -417,6 +460,7 @@ def main(argv=None) -> int:
                 "sources": SOURCES,
                 "vocab": {"chars": len(vocab.char_list), "words": len(vocab.word_list), "min_char": args.min_char,
                           "min_word": args.min_word, "segmenter": "jieba 0.42 (HMM) word list, max-probability path"},
+                **({"pretrained_embeddings": pretrained} if pretrained else {}),
                 **run.summary(), "batch_size": args.batch_size, "seed": args.seed,
             },
             "metrics": metrics,
