@@ -175,6 +175,15 @@ def test_lexical_recipe(tmp_path):
     assert set(again["metrics"]) >= {"cluener_dev_mapped_entities", "genre_dev_entities"}
 
 
+def test_lexical_vocabulary_puts_the_corpus_bigrams_first():
+    from taskflow.tasks.lexical_analysis.train import build_vocab
+
+    # The training text has more frequent bigrams than the table holds: the corpus's still get rows.
+    chars, bigrams = build_vocab(["甲乙甲乙", "甲乙丙"], 1, 1, max_bigrams=3, corpus_bigrams=["丁戊"])
+    assert bigrams == ["[PAD]", "[UNK]", *sorted(["丁戊", "甲乙", "\x02甲"])]
+    assert chars == ["[PAD]", "[UNK]", *sorted("甲乙丙")]
+
+
 def test_cluener_mentions_are_imposed_on_the_teachers_words():
     from taskflow.tasks.lexical_analysis.silver import _impose
 

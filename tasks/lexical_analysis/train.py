@@ -88,11 +88,12 @@ def with_spaces(words: list[tuple[str, str]], rng: random.Random, rate: float) -
 
 def build_vocab(texts: list[str], min_char: int, min_bigram: int, max_bigrams: int = 0,
                 corpus_chars: Sequence[str] = (), corpus_bigrams: Sequence[str] = ()) -> tuple[list[str], list[str]]:
-    """Chars and bigrams seen often enough; at most ``max_bigrams`` bigrams, the most frequent (the
-    bigram table is most of the package's size).  ``corpus_chars``/``corpus_bigrams`` (the corpus
-    vectors' tokens, most frequent first) are added: a char or bigram the training text lacks but
-    the corpus has is then a row with a meaning, not [UNK]; bigrams share ``max_bigrams`` with the
-    training text's, which come first."""
+    """Chars and bigrams seen often enough; at most ``max_bigrams`` bigrams (the bigram table is
+    most of the package's size).  ``corpus_chars``/``corpus_bigrams`` (the corpus vectors' tokens,
+    most frequent first) are added: a char or bigram the training text lacks but the corpus has is
+    then a row with a meaning, not [UNK].  The corpus's bigrams come first, then the training
+    text's most frequent: the training text alone has more than ``max_bigrams`` bigrams seen
+    ``min_bigram`` times, so put after them the corpus's would never get a row."""
     chars, bigrams = Counter(), Counter()
     for text in texts:
         chars.update(text)
@@ -100,9 +101,7 @@ def build_vocab(texts: list[str], min_char: int, min_bigram: int, max_bigrams: i
         bigrams.update(padded[i:i + 2] for i in range(len(text) + 1))
     kept_chars = {c for c, n in chars.items() if n >= min_char} | set(corpus_chars)
     char_list = ["[PAD]", "[UNK]"] + sorted(kept_chars - {"[PAD]", "[UNK]"})
-    kept = [b for b, n in bigrams.most_common() if n >= min_bigram]
-    seen = set(kept)
-    kept += [b for b in corpus_bigrams if b not in seen]
+    kept = list(dict.fromkeys([*corpus_bigrams, *(b for b, n in bigrams.most_common() if n >= min_bigram)]))
     bigram_list = ["[PAD]", "[UNK]"] + sorted(kept[:max_bigrams or None])
     return char_list, bigram_list
 
