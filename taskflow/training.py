@@ -49,7 +49,7 @@ __all__ = ["fit", "Fit", "Schedule", "length_batches", "recipe_parser", "Package
            "framework_versions", "snapshot", "restore", "jieba_cut", "log", "portable_path", "seed_all",
            "fast_cpu_math", "add_own_data_options", "own_data_defaults", "read_labelled", "LabelledExample",
            "split_off_dev", "check_label_sets", "sorted_labels", "classification_report", "print_report", "progress",
-           "load_vectors", "pretrained_embeddings"]
+           "load_vectors", "pretrained_embeddings", "vectors_report"]
 
 
 def recipe_parser(task: str, doc: str | None, *, data: str | None, name: str | None, seed: int = 1,
@@ -684,6 +684,21 @@ def load_vectors(path: str | os.PathLike, kind: str) -> tuple[list[str], "np.nda
             raise SystemExit(f"{path} has no {kind} vectors (trained kinds: "
                              f"{sorted(k[:-7] for k in data.files if k.endswith('_tokens'))})")
         return [str(t) for t in data[f"{kind}_tokens"]], data[f"{kind}_vectors"].astype(np.float32)
+
+
+def vectors_report(path: str | os.PathLike) -> dict:
+    """The ``vectors.json`` that ``python -m pretraining.vectors`` wrote beside ``vectors.npz`` (``{}``
+    without one), its data folders as a manifest names them (:func:`portable_path`): what a recipe
+    records of the vectors it started from."""
+    path = Path(path)
+    about = (path if path.is_dir() else path.parent) / "vectors.json"
+    if not about.is_file():
+        return {}
+    report = json.loads(about.read_text(encoding="utf-8"))
+    sources = report.get("sources") or {}
+    report["sources"] = {k: portable_path(v) if k in ("corpus", "labelled_train") and v else v
+                         for k, v in sources.items()}
+    return report
 
 
 def pretrained_embeddings(vocab: Sequence[str], tokens: Sequence[str], matrix: "np.ndarray", dim: int, *,

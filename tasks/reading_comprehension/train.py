@@ -51,7 +51,7 @@ import numpy as np
 
 from taskflow.training import (PackageDraft, Schedule, fast_cpu_math, fit, framework_versions, jieba_cut,
                                length_batches, load_vectors, log, portable_path, pretrained_embeddings, recipe_parser,
-                               seed_all)
+                               seed_all, vectors_report)
 
 from .data import (FEATURES, NORMALIZATION, NULL, Vocab, encode, merge, normalise, prepare, segment_context, windows,
                    best_spans)
@@ -257,17 +257,7 @@ def start_from_vectors(network, vectors: str, vocab: Vocab, seed: int) -> dict:
     network.embed.weight.set_value(table)
     log(f"char vectors from {vectors}: {coverage:.1%} of the {len(vocab.char_list)} chars")
     return {"method": "corpus skip-gram char vectors (pretraining/vectors.py), centred, unit rows",
-            "vectors": portable_path(vectors), "sources": vectors_sources(vectors), "coverage": round(coverage, 4)}
-
-
-def vectors_sources(vectors: str) -> dict | None:
-    """The ``sources`` that ``vectors.json`` beside the vectors records (None without one), data
-    folders as a manifest names them."""
-    folder = Path(vectors) if Path(vectors).is_dir() else Path(vectors).parent
-    if not (folder / "vectors.json").is_file():
-        return None
-    sources = json.loads((folder / "vectors.json").read_text(encoding="utf-8"))["sources"]
-    return {k: portable_path(v) if k in ("corpus", "labelled_train") and v else v for k, v in sources.items()}
+            "vectors": portable_path(vectors), "sources": vectors_report(vectors).get("sources"), "coverage": round(coverage, 4)}
 
 
 # ---------------------------------------------------------------- inference

@@ -49,7 +49,6 @@ ChnSentiCorp is) gives the labels negative/positive.  See
 from __future__ import annotations
 
 import csv
-import json
 import sys
 import time
 from collections import Counter
@@ -62,7 +61,7 @@ from taskflow.tasks.text_classification.train import (SMALL_DATA, Chars, add_net
 from taskflow.text import Normalizer
 from taskflow.training import (PackageDraft, Schedule, fit, framework_versions, length_batches, load_vectors, log,
                                own_data_defaults, portable_path, pretrained_embeddings, recipe_parser, restore,
-                               seed_all, update_manifest)
+                               seed_all, update_manifest, vectors_report)
 
 from . import NORMALIZATION, temper
 from .augment import KINDS as AUGMENT_KINDS
@@ -160,8 +159,7 @@ def start_from_vectors(net, vectors: str, vocab: list[str], seed: int) -> dict:
     start as the network's."""
     import paddle
 
-    about = (Path(vectors) if Path(vectors).is_dir() else Path(vectors).parent) / "vectors.json"
-    report = json.loads(about.read_text(encoding="utf-8")) if about.is_file() else {}
+    report = vectors_report(vectors)
     # This model normalises t2s width lower, without the vectors' "space" step: a tab or an
     # ideographic space is a char of its own here and a plain space in the vectors, so each
     # vocabulary char is looked up as the vectors' normalisation writes it.
@@ -195,8 +193,6 @@ def start_from_vectors(net, vectors: str, vocab: list[str], seed: int) -> dict:
         net.bigram_emb.weight.set_value(table)
     log(f"embeddings from {vectors}: " + ", ".join(f"{k} {v:.1%}" for k, v in coverage.items()))
     sources = report.get("sources")
-    if sources:
-        sources = {k: portable_path(v) if k in ("corpus", "labelled_train") and v else v for k, v in sources.items()}
     return {"method": "corpus skip-gram char and bigram vectors (pretraining/vectors.py), centred, at the init's "
                       "spread; a bigram bucket from its most frequent corpus bigram",
             "vectors": portable_path(vectors), "sources": sources,

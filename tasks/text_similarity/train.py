@@ -49,7 +49,6 @@ import json
 import random
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -58,7 +57,7 @@ from taskflow.training import (Fit, PackageDraft, Schedule, add_own_data_options
                                classification_report, fast_cpu_math, fit, framework_versions, jieba_cut,
                                length_batches, load_vectors, log, own_data_defaults, portable_path,
                                pretrained_embeddings, print_report, read_labelled, recipe_parser, seed_all,
-                               split_off_dev)
+                               split_off_dev, vectors_report)
 
 from .augment import KINDS, SWAP_DEV, generated_training_pairs, read_generated
 from .data import DEFAULT_FILES, Pair, drop_overlap, read_pairs, resolve_files, split_lcqmc_dev
@@ -219,18 +218,8 @@ def start_from_vectors(network, vectors: str, vocab: Vocab, seed: int) -> dict:
         layer.weight.set_value(table)
     log(f"embeddings from {vectors}: " + ", ".join(f"{k} {v:.1%} of the vocabulary" for k, v in coverage.items()))
     return {"method": "corpus skip-gram char and word vectors (pretraining/vectors.py), centred, at the init's spread",
-            "vectors": portable_path(vectors), "sources": vectors_sources(vectors),
+            "vectors": portable_path(vectors), "sources": vectors_report(vectors).get("sources"),
             "coverage": {k: round(v, 4) for k, v in coverage.items()}}
-
-
-def vectors_sources(vectors: str) -> dict | None:
-    """The ``sources`` that ``vectors.json`` beside the vectors records (None without one), data
-    folders as a manifest names them."""
-    folder = Path(vectors) if Path(vectors).is_dir() else Path(vectors).parent
-    if not (folder / "vectors.json").is_file():
-        return None
-    sources = json.loads((folder / "vectors.json").read_text(encoding="utf-8"))["sources"]
-    return {k: portable_path(v) if k in ("corpus", "labelled_train") and v else v for k, v in sources.items()}
 
 
 def fit_matcher(network, train: Encoded, index: list[int], evaluate, select: str, args, rng, *,
