@@ -52,6 +52,99 @@ def test_whitespace_is_never_inside_a_word():
     assert [t for _, _, t in words] == ["n", "w", "n", "w", "n"]
 
 
+# Awkward chars for the randomized equality tests: Han, Latin, digits, whitespace of several
+# kinds, an emoji ZWJ sequence with a variation selector, lone surrogates, the bigram marks
+# themselves, and chars from the top of the code space.
+_ALPHABET = list("我们在北京大学ab1Z ") + ["\t", "\n", "\u3000", "\xa0", "👨", "\u200d", "👩", "\ufe0f",
+                                           "\ud800", "\udfff", "\x02", "\x03", "\U0010ffff", "\uffff", "龘"]
+
+
+def _reference_encode(texts, chars, bigrams):
+    """The straightforward encoder: one dict lookup per char and per framed pair."""
+    width = max(1, max(len(t) for t in texts))
+    char_ids = np.zeros((len(texts), width), dtype=np.int64)
+    bigram_ids = np.zeros((len(texts), width + 1), dtype=np.int64)
+    for row, text in enumerate(texts):
+        char_ids[row, :len(text)] = [chars.get(ch, 1) for ch in text]
+        padded = "\x02" + text + "\x03"
+        bigram_ids[row, :len(text) + 1] = [bigrams.get(padded[i:i + 2], 1) for i in range(len(text) + 1)]
+    return char_ids, bigram_ids
+
+
+def _reference_words(text, begins, tags):
+    """The straightforward word builder: one step per char."""
+    words, start = [], None
+    for i, ch in enumerate(text):
+        if start is not None and (ch.isspace() != text[i - 1].isspace()
+                                  or (not ch.isspace() and (begins[i] or tags[i] != tags[start]))):
+            words.append((start, i, "w" if text[i - 1].isspace() else tags[start]))
+            start = None
+        if start is None:
+            start = i
+    if start is not None:
+        words.append((start, len(text), "w" if text[start].isspace() else tags[start]))
+    return words
+
+
+def test_encode_equals_a_lookup_per_char_and_pair():
+    from taskflow.tasks.lexical_analysis import LexicalVocab
+
+    rng = np.random.default_rng(0)
+    unknown = ["猫", "Q", "😀", "\udbff"]           # in no vocabulary: [UNK] alone and inside pairs
+    for trial in range(40):
+        known = [c for c in _ALPHABET if rng.random() < 0.8]
+        chars = {"[PAD]": 0, "[UNK]": 1, **{c: int(i) for c, i in zip(known, rng.permutation(len(known)) + 2)}}
+        pairs = {a + b for a in _ALPHABET + unknown[:2] for b in _ALPHABET + unknown[:2] if rng.random() < 0.3}
+        bigrams = {"[PAD]": 0, "[UNK]": 1, **{b: int(i) for b, i in zip(sorted(pairs), rng.permutation(len(pairs)) + 2)}}
+        if trial == 0:
+            chars, bigrams = {"[PAD]": 0, "[UNK]": 1}, {"[PAD]": 0, "[UNK]": 1}   # knows nothing
+        vocab = LexicalVocab(chars, bigrams)
+        pool = _ALPHABET + unknown
+        for size in (1, 2, 7):
+            texts = ["".join(rng.choice(pool, rng.integers(0, 25))) for _ in range(size)]
+            if rng.random() < 0.2:
+                texts[0] = ""
+            expected = _reference_encode(texts, chars, bigrams)
+            for feeds in (vocab.encode(texts), encode(texts, chars, bigrams)):
+                assert feeds["char_ids"].dtype == feeds["bigram_ids"].dtype == np.int64
+                assert np.array_equal(feeds["char_ids"], expected[0]), texts
+                assert np.array_equal(feeds["bigram_ids"], expected[1]), texts
+            for text in texts:
+                assert vocab.has_unseen(text) == any(c not in chars for c in text)
+    empty = encode(["", ""], {"[PAD]": 0, "[UNK]": 1}, {"[PAD]": 0, "[UNK]": 1})
+    assert empty["char_ids"].tolist() == [[0], [0]] and empty["bigram_ids"].tolist() == [[1, 0], [1, 0]]
+
+
+def test_words_from_labels_equals_a_step_per_char():
+    from taskflow.text import Normalizer
+    from taskflow.tasks.lexical_analysis import NORMALIZATION
+
+    rng = np.random.default_rng(1)
+    pool = _ALPHABET + ["\r", "\x0b", "\u2028", "\u205f", "  "]
+    for _ in range(600):
+        text = "".join(rng.choice(pool, rng.integers(0, 20)))
+        begins = [bool(b) for b in rng.random(len(text)) < 0.3]
+        tags = [str(t) for t in rng.choice(["n", "v", "LOC"], len(text))]
+        assert words_from_labels(text, begins, tags) == _reference_words(text, begins, tags), (text, begins, tags)
+        # Normalisation, with the bigram marks made spaces, keeps every char's place.
+        assert normalize(text) == Normalizer(NORMALIZATION)(text).translate({2: 32, 3: 32})
+
+
+def test_chunks_carry_their_own_normalisation(tiny):
+    """Each chunk is normalised once, in split, as the model reads it; plain ``(offset, text)``
+    units (a caller's own) are normalised in the stages and give the same words."""
+    la = flow(tiny)
+    task = la.task
+    for text in ["ＩＢＭ公司在上海。" * 4 + "\x02後來\x03😀", "ＩＢＭ公司\x02在上海😀"]:
+        chunks = task.split(text)
+        assert [chunk.norm for chunk in chunks] == [task.normalize(piece) for _, piece in chunks]
+        runs = {}
+        for name, units in (("chunks", chunks), ("plain", [tuple(chunk) for chunk in chunks])):
+            results = [task.postprocess(task.forward(task.preprocess([unit])), [unit])[0] for unit in units]
+            runs[name] = task.join(text, results, units)
+        assert runs["chunks"] == runs["plain"] == la(text)[0]
+
+
 # ------------------------------------------------------------ user dictionary
 
 def _apply(lines, text, tags=None, **kw):

@@ -30,7 +30,7 @@ import numpy as np
 from taskflow.training import (PackageDraft, Schedule, fit, framework_versions, length_batches, load_vectors, log,
                                pretrained_embeddings, recipe_parser, seed_all, update_manifest)
 
-from . import BOS, EOS, NORMALIZATION, encode, normalize
+from . import BOS, EOS, NORMALIZATION, LexicalVocab, normalize
 from .augment import augment, name_list_sentences
 from .silver import (CLUENER_TO_LAC, Teacher, cluener_sentences, corpus_lines, read_genre_dev, run_lac,
                      silver_sentences, word_spans)
@@ -159,7 +159,7 @@ def decode_labels(text: str, ids: list[int]) -> list[tuple[int, int, str]]:
     return words_from_labels(text, begins, tags)
 
 
-def predict_dynamic(network, texts: list[str], chars, bigrams, batch_size: int = 128) -> list[list[tuple[int, int, str]]]:
+def predict_dynamic(network, texts: list[str], vocab: LexicalVocab, batch_size: int = 128) -> list[list[tuple[int, int, str]]]:
     """Words of each (normalised) text from the dynamic-graph network (for model selection)."""
     import paddle
 
@@ -169,7 +169,7 @@ def predict_dynamic(network, texts: list[str], chars, bigrams, batch_size: int =
     with paddle.no_grad():
         for start in range(0, len(order), batch_size):
             picked = order[start:start + batch_size]
-            feeds = encode([texts[k] for k in picked], chars, bigrams)
+            feeds = vocab.encode([texts[k] for k in picked])
             path = network(paddle.to_tensor(feeds["char_ids"]), paddle.to_tensor(feeds["bigram_ids"])).numpy()
             for row, k in enumerate(picked):
                 out[k] = decode_labels(texts[k], path[row, : len(texts[k])].tolist())
@@ -197,11 +197,11 @@ def score_msra(predicted: list[list[tuple[int, int, str]]], gold: list[list[tupl
 
 # ----------------------------------------------------------------- training
 
-def crf_batch_loss(network, examples: list[tuple[str, list[int]]], chars: dict, bigrams: dict):
+def crf_batch_loss(network, examples: list[tuple[str, list[int]]], vocab: LexicalVocab):
     """The CRF loss of ``network`` on ``(normalised text, label ids)`` examples, padded into one batch."""
     import paddle
 
-    feeds = encode([text for text, _ in examples], chars, bigrams)
+    feeds = vocab.encode([text for text, _ in examples])
     tags = np.zeros_like(feeds["char_ids"])
     for row, (text, labels) in enumerate(examples):
         tags[row, : len(text)] = labels
@@ -261,8 +261,7 @@ def train(args) -> None:
     rng = seed_all(args.seed)
     paths = data_paths(args)
     examples, char_list, bigram_list, lexicon, dev_gold = training_examples(args, paths, rng)
-    chars = {c: i for i, c in enumerate(char_list)}
-    bigrams = {b: i for i, b in enumerate(bigram_list)}
+    vocab = LexicalVocab({c: i for i, c in enumerate(char_list)}, {b: i for i, b in enumerate(bigram_list)})
     dev_texts = [normalize("".join(w for w, _ in s)) for s in dev_gold]
     dev_lists = dev_name_lists(dev_gold, args.dev_name_lists)
     dev_list_texts = [normalize("".join(w for w, _ in s)) for s in dev_lists]
@@ -284,9 +283,9 @@ def train(args) -> None:
         start_from_vectors(network, args.vectors, char_list, bigram_list, args.seed)
 
     def evaluate():
-        scores = score_msra(predict_dynamic(network, dev_texts, chars, bigrams), dev_gold)
-        list_scores = score_msra(predict_dynamic(network, dev_list_texts, chars, bigrams), dev_lists)
-        genre_scores = {name: score_spans(predict_dynamic(network, [normalize(g[0]) for g in items], chars, bigrams),
+        scores = score_msra(predict_dynamic(network, dev_texts, vocab), dev_gold)
+        list_scores = score_msra(predict_dynamic(network, dev_list_texts, vocab), dev_lists)
+        genre_scores = {name: score_spans(predict_dynamic(network, [normalize(g[0]) for g in items], vocab),
                                           items)["all"] for name, items in genre_sets.items()}
         parts = [scores["segmentation"]["f1"], scores["entities"]["f1"]]
         if args.select_on_genres:
@@ -299,7 +298,7 @@ def train(args) -> None:
     schedule = Schedule(lr=args.lr, steps_per_epoch=steps_per_epoch, epochs=args.epochs, warmup=min(200, steps_per_epoch),
                         floor=0.05, minutes=args.time_budget)
     run = fit(network, lambda: length_batches(lengths, args.batch_size, rng),
-              lambda batch: crf_batch_loss(network, [examples[k] for k in batch], chars, bigrams), evaluate,
+              lambda batch: crf_batch_loss(network, [examples[k] for k in batch], vocab), evaluate,
               schedule=schedule, select="selection")
     write(args, network, architecture, char_list, bigram_list, run, lexicon)
     if not args.no_evaluate:

@@ -109,7 +109,7 @@ def entity_report(gold: list[list[tuple]], predicted: list[list[tuple]], types: 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
-    from taskflow.tasks.lexical_analysis import NORMALIZATION, encode, normalize
+    from taskflow.tasks.lexical_analysis import NORMALIZATION, LexicalVocab, normalize
     from taskflow.tasks.lexical_analysis.train import build_vocab, crf_batch_loss
 
     started = time.time()
@@ -142,8 +142,7 @@ def main(argv=None) -> int:
         examples += [(t, [label_id[x] for x in ls]) for t, ls in pieces(text, char_labels(sentence),
                                                                         args.max_train_length)]
     char_list, bigram_list = build_vocab([t for t, _ in examples], args.min_char_count, args.min_bigram_count)
-    chars = {c: i for i, c in enumerate(char_list)}
-    bigrams = {b: i for i, b in enumerate(bigram_list)}
+    vocab = LexicalVocab({c: i for i, c in enumerate(char_list)}, {b: i for i, b in enumerate(bigram_list)})
     if not args.quiet:
         log(f"{len(train)} training and {len(dev)} dev sentences, entity types {', '.join(types)}, "
             f"{len(char_list)} chars")
@@ -166,7 +165,7 @@ def main(argv=None) -> int:
         with paddle.no_grad():
             for s in range(0, len(order), 64):
                 picked = order[s:s + 64]
-                feeds = encode([texts[k] for k in picked], chars, bigrams)
+                feeds = vocab.encode([texts[k] for k in picked])
                 path = network(paddle.to_tensor(feeds["char_ids"]), paddle.to_tensor(feeds["bigram_ids"])).numpy()
                 for row, k in enumerate(picked):
                     out[k] = spans_from_labels([labels[i] for i in path[row, : len(texts[k])]])
@@ -174,7 +173,7 @@ def main(argv=None) -> int:
 
     lengths = [len(text) for text, _ in examples]
     run = fit(network, lambda: length_batches(lengths, args.batch_size, rng),
-              lambda batch: crf_batch_loss(network, [examples[k] for k in batch], chars, bigrams),
+              lambda batch: crf_batch_loss(network, [examples[k] for k in batch], vocab),
               lambda: {"dev_f1": entity_report(dev_gold, predict(dev_texts), types, train_counts)["f1"]},
               schedule=Schedule(lr=args.lr, steps_per_epoch=-(-len(examples) // args.batch_size), epochs=args.epochs,
                                 minutes=args.minutes),
