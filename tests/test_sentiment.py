@@ -27,7 +27,7 @@ def test_clear_sentences(senta):
 
 # raises=: a crash is a failure, not the known weakness.
 @pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="known weakness of char_cnn 1.0.0 and 1.1.0 (see tasks/sentiment_analysis/README.md): "
+                   reason="known weakness of char_cnn 1.0.0 to 1.2.0 (see tasks/sentiment_analysis/README.md): "
                    "short praise with 精彩 reads as negative; a model that fixes it should flip this test")
 def test_known_weakness_short_praise_with_jingcai(senta):
     assert senta(["这部电影太精彩了"])[0]["label"] == "positive"
