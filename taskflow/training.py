@@ -41,7 +41,7 @@ import random
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -53,13 +53,14 @@ __all__ = ["fit", "Fit", "Schedule", "length_batches", "recipe_parser", "Package
 
 
 def recipe_parser(task: str, doc: str | None, *, data: str | None, name: str | None, seed: int = 1,
-                  data_required: bool = False, out: str | None = None) -> argparse.ArgumentParser:
+                  data_required: bool = False, out: str | None = None, network: bool = True) -> argparse.ArgumentParser:
     """The command line of ``taskflow train <task>``, with the options every recipe has.
 
     ``--data-dir`` (``data`` says what it holds; ``None``: a recipe that trains only on the
     user's own files has none), ``--out`` (required unless ``out`` is a default), ``--name``
-    (``None``: the ``--out`` folder's name), ``--version`` and ``--seed``; the recipe adds its
-    own.  ``doc`` (the recipe's docstring) is the help text as written.
+    (``None``: the ``--out`` folder's name), ``--version``, ``--seed`` and, for a recipe that trains
+    a network with :func:`fit` (``network``), ``--average-weights``; the recipe adds its own.
+    ``doc`` (the recipe's docstring) is the help text as written.
     """
     from .cli import CommandParser   # its errors are one `taskflow: error:` line, as the rest of the CLI's
 
@@ -72,6 +73,10 @@ def recipe_parser(task: str, doc: str | None, *, data: str | None, name: str | N
                         if name else "model name in the manifest (default: the --out folder's name)")
     parser.add_argument("--version", default="1.0.0", help="model version in the manifest")
     parser.add_argument("--seed", type=int, default=seed, help="seeds every generator (default: %(default)s)")
+    if network:
+        parser.add_argument("--average-weights", type=float, metavar="DECAY",
+                            help="evaluate and ship a moving average of the weights (e.g. 0.999: about the "
+                                 "last 1,000 steps) instead of the last step's; default: off")
     return parser
 
 
@@ -342,24 +347,67 @@ class Fit:
     holds after the run.
     """
 
-    def __init__(self, select: str, schedule: Schedule, optimizer: str, grad_clip: float | None):
+    def __init__(self, select: str, schedule: Schedule, optimizer: str, grad_clip: float | None,
+                 average: float | None = None):
         self.select, self.schedule, self.optimizer, self.grad_clip = select, schedule, optimizer, grad_clip
+        self.average = average
         self.history: list[dict] = []
         self.best: dict | None = None
         self.steps, self.minutes = 0, 0.0
 
     def summary(self) -> dict:
         """The run as a manifest's ``training`` section records it."""
-        return {"optimizer": {"name": self.optimizer, **self.schedule.describe(), "grad_clip": self.grad_clip},
+        averaging = {"weight_average": f"exponential moving average, decay {self.average:g}"} if self.average else {}
+        return {"optimizer": {"name": self.optimizer, **self.schedule.describe(), "grad_clip": self.grad_clip,
+                              **averaging},
                 "selection": f"the evaluation with the best {self.select}", "steps": self.steps,
                 "epochs": round(self.steps / self.schedule.steps_per_epoch, 2), "best_epoch": self.best["epoch"],
                 "best_step": self.best["step"], "train_minutes": round(self.minutes, 1), "history": self.history}
 
 
+class WeightAverage:
+    """An exponential moving average of trainable ``parameters`` (Polyak averaging).
+
+    The average of the last ~``1 / (1 - decay)`` steps sits nearer the middle of the basin the
+    optimiser wanders in than any one step's weights, so it scores higher and, above all, steadier
+    from one evaluation to the next: a recipe that keeps the best of a few evaluations then picks
+    on the model rather than on where the last step happened to land.  Early on the decay is
+    ``min(decay, (1 + n) / (10 + n))`` after ``n`` updates, so the average is not held back by the
+    random init.  Buffers (a batch norm's running statistics) are not averaged.
+    """
+
+    def __init__(self, parameters, decay: float):
+        if not 0.0 < decay < 1.0:
+            raise ValueError(f"a weight-averaging decay is between 0 and 1 (0.999 averages ~1000 steps), not {decay}")
+        self.decay, self.updates = decay, 0
+        self.parameters = [p for p in parameters if not p.stop_gradient]
+        self.shadow = [p.detach().clone() for p in self.parameters]
+
+    def update(self) -> None:
+        import paddle
+
+        self.updates += 1
+        decay = min(self.decay, (1 + self.updates) / (10 + self.updates))
+        with paddle.no_grad():
+            self.shadow = [s * decay + p.detach() * (1.0 - decay) for s, p in zip(self.shadow, self.parameters)]
+
+    @contextmanager
+    def swapped_in(self) -> Iterator[None]:
+        """The averaged weights in the network for the ``with`` block, the trained ones after it."""
+        trained = [p.detach().clone() for p in self.parameters]
+        for p, s in zip(self.parameters, self.shadow):
+            p.set_value(s)
+        try:
+            yield
+        finally:
+            for p, t in zip(self.parameters, trained):
+                p.set_value(t)
+
+
 def fit(network, batches: Callable[[], Iterable], loss_of: Callable[[Any], Any], evaluate: Callable[[], Mapping],
         *, schedule: Schedule, select: str, optimizer: str = "Adam", grad_clip: float | None = 5.0, parameters=None,
-        keep: Callable[[str], bool] = lambda name: True, patience: int | None = None, quiet: bool = False,
-        log_every: int = 100, description: str = "training") -> Fit:
+        keep: Callable[[str], bool] = lambda name: True, patience: int | None = None, average: float | None = None,
+        quiet: bool = False, log_every: int = 100, description: str = "training") -> Fit:
     """Train ``network``, then put back its weights of the evaluation that scored best: the
     training loop of every recipe.
 
@@ -370,13 +418,16 @@ def fit(network, batches: Callable[[], Iterable], loss_of: Callable[[Any], Any],
     ``evaluate()`` gives a dict of figures, kept in the history, whose ``select`` one (higher is
     better) picks the weights kept (those whose name ``keep`` accepts, see :func:`snapshot`).  The
     run ends as the schedule says, or after ``patience`` evaluations without a better figure.
+    With ``average`` (a decay such as 0.999, ``--average-weights``), what is evaluated and kept
+    is the moving average of the weights (:class:`WeightAverage`), not the last step's.
 
     Progress: a bar with an ETA where stderr is a terminal, time-stamped lines (one every
     ``log_every`` steps, one per evaluation) where it is not, nothing with ``quiet``.
     """
     import paddle
 
-    run = Fit(select, schedule, optimizer, grad_clip)
+    run = Fit(select, schedule, optimizer, grad_clip, average)
+    averaged = WeightAverage(network.parameters() if parameters is None else parameters, average) if average else None
     trainer = getattr(paddle.optimizer, optimizer)(
         learning_rate=schedule.lr, grad_clip=None if grad_clip is None else paddle.nn.ClipGradByGlobalNorm(grad_clip),
         parameters=network.parameters() if parameters is None else parameters)
@@ -392,8 +443,12 @@ def fit(network, batches: Callable[[], Iterable], loss_of: Callable[[Any], Any],
             """Evaluate, keep the weights if they are the best so far; why to stop, if patience ran out."""
             nonlocal best_figure, best_state, since_best
             network.eval()
-            with schedule.evaluating():
-                figures = dict(evaluate())
+            with averaged.swapped_in() if averaged else nullcontext():
+                with schedule.evaluating():
+                    figures = dict(evaluate())
+                improved = run.best is None or figures[select] > best_figure
+                if improved:
+                    best_state = snapshot(network, keep)
             network.train()
             entry = {"epoch": epoch if schedule.per_epoch else round(step / schedule.steps_per_epoch, 2),
                      "step": step, **{k: round(v, 4) if isinstance(v, float) else v for k, v in figures.items()},
@@ -401,9 +456,8 @@ def fit(network, batches: Callable[[], Iterable], loss_of: Callable[[Any], Any],
                      "minutes": round((time.time() - schedule.start) / 60, 2)}
             losses.clear()
             run.history.append(entry)
-            improved = run.best is None or figures[select] > best_figure
             if improved:
-                run.best, best_figure, best_state = entry, figures[select], snapshot(network, keep)
+                run.best, best_figure = entry, figures[select]
             since_best = 0 if improved else since_best + 1
             say(f"epoch {entry['epoch']} (step {step}): " + ", ".join(f"{k} {_figure(v)}" for k, v in figures.items())
                 + (" *" if improved else ""))
@@ -423,6 +477,8 @@ def fit(network, batches: Callable[[], Iterable], loss_of: Callable[[Any], Any],
                 loss.backward()
                 trainer.step()
                 trainer.clear_grad()
+                if averaged:
+                    averaged.update()
                 step += 1
                 losses.append(float(loss))
                 refit = schedule.after_step(step)

@@ -262,8 +262,9 @@ def test_text_similarity_recipe(tmp_path, arch):
     manifest = train("text_similarity", "--data-dir", str(data), "--out", str(out), "--arch", arch,
                      "--char-dim", "8", "--word-dim", "4", "--hidden", "6", "--enc-layers", "1", "--min-char", "1",
                      "--min-word", "1", "--lcqmc-held-out", "4", "--epochs", "2", "--batch-size", "8",
-                     "--warmup", "2", "--evals", "2")
+                     "--warmup", "2", "--evals", "2", *(["--average-weights", "0.9"] if arch == "match" else []))
     assert manifest["training"]["train_files"]["lcqmc_dev"] == "lcqmc/dev.tsv"
+    assert ("weight_average" in manifest["training"]["optimizer"]) == (arch == "match")    # what ships says it
     assert set(manifest["metrics"]["report"]) == {"lcqmc_test", "bq_test", "afqmc_dev"}
     assert manifest["training"]["hard_negatives"] == {"requested": 0, "pairs": 0}      # off unless asked for
 

@@ -12,7 +12,7 @@ import pytest
 from taskflow import training
 from taskflow.packages import Manifest
 from taskflow.training import (PackageDraft, Schedule, fit, framework_versions, length_batches, portable_path,
-                               recipe_parser, restore, seed_all, snapshot, update_manifest)
+                               WeightAverage, recipe_parser, restore, seed_all, snapshot, update_manifest)
 
 
 def test_portable_path_never_records_local_folders(tmp_path):
@@ -171,6 +171,47 @@ def test_fit_evaluates_where_the_schedule_says_at_its_rate():
                for a, b in ((0, 1), (1, 0)))
 
 
+def test_weight_average_follows_the_moving_average_with_its_warm_up():
+    import paddle
+
+    layer = paddle.nn.Linear(1, 1)
+    layer.bias.stop_gradient = True                      # frozen: not averaged
+    averaged = WeightAverage(layer.parameters(), 0.9)
+    assert [p.name for p in averaged.parameters] == [layer.weight.name]
+    expected = layer.weight.numpy().astype("float64")
+    for n, value in enumerate([1.0, 5.0, -2.0, 7.0], start=1):
+        layer.weight.set_value(np.full([1, 1], value, dtype="float32"))
+        averaged.update()
+        decay = min(0.9, (1 + n) / (10 + n))             # 0.18, 0.25, 0.31, 0.36: the init fades fast
+        expected = decay * expected + (1 - decay) * value
+    with averaged.swapped_in():
+        assert np.allclose(layer.weight.numpy(), expected)
+    assert layer.weight.numpy()[0, 0] == 7.0             # the trained weight is back
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        WeightAverage(layer.parameters(), 1.0)
+
+
+def test_fit_with_average_evaluates_and_keeps_the_averaged_weights_but_trains_on():
+    import paddle
+
+    network, run, seen = scripted_run([0.1, 0.9, 0.3, 0.2], average=0.5)
+    # The trained trajectory is plain SGD at 0.1 with the batches in order, as if no average were kept.
+    paddle.seed(0)
+    weight = paddle.nn.Linear(2, 1).weight.numpy().astype("float64")
+    gradients = [np.array([[1.0], [2.0]]), np.array([[3.0], [-1.0]])]
+    average, at_evaluations = weight.copy(), []
+    for n in range(1, 9):
+        weight = weight - 0.1 * gradients[(n - 1) % 2]
+        decay = min(0.5, (1 + n) / (10 + n))
+        average = decay * average + (1 - decay) * weight
+        if n % 2 == 0:
+            at_evaluations.append(average.copy())
+    assert all(np.allclose(s["weight"], a) for s, a in zip(seen, at_evaluations))   # averages were evaluated
+    assert np.allclose(network.weight.numpy(), at_evaluations[1])                   # and the best one kept
+    assert not np.allclose(at_evaluations[-1], weight)          # an average is not the last step's weights
+    assert run.summary()["optimizer"]["weight_average"] == "exponential moving average, decay 0.5"
+
+
 def test_fit_stops_when_the_minutes_are_spent(monkeypatch):
     clock = [0.0]
     monkeypatch.setattr(training.time, "time", lambda: clock[0])
@@ -199,12 +240,15 @@ def test_recipe_parser_has_the_options_every_recipe_has():
     parser = recipe_parser("sentiment_analysis", "Recipe: ...", data="folder of TSV files", name="char_cnn")
     args = parser.parse_args(["--out", "pkg"])
     assert (args.data_dir, args.out, args.name, args.version, args.seed) == (None, "pkg", "char_cnn", "1.0.0", 1)
+    assert args.average_weights is None and parser.parse_args(["--out", "p", "--average-weights", "0.999"]).average_weights == 0.999
     assert parser.prog == "taskflow train sentiment_analysis"
     with pytest.raises(SystemExit):
         parser.parse_args([])                       # --out is required unless the recipe names a default
     strict = recipe_parser("knowledge_mining", None, data="root", name=None, seed=7, data_required=True, out="x")
     args = strict.parse_args(["--data-dir", "d"])
     assert (args.out, args.name, args.seed) == ("x", None, 7)
+    no_network = recipe_parser("knowledge_mining", None, data="root", name=None, out="x", network=False)
+    assert not hasattr(no_network.parse_args([]), "average_weights")     # nothing to average: no such option
 
 
 def test_package_draft_pins_its_files_and_update_manifest_adds_figures(tmp_path):

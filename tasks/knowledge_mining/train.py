@@ -246,7 +246,7 @@ def holdout_accuracy(weights, bias, data: Path) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = recipe_parser("knowledge_mining", __doc__, name=None, data_required=True,
+    parser = recipe_parser("knowledge_mining", __doc__, name=None, data_required=True, network=False,
                            data="root of the shared data (lexicon/, ner/)")
     parser.add_argument("--jieba-dict", default=None, help="jieba dict.txt (default: the installed jieba's)")
     parser.add_argument("--buckets", type=int, default=1 << 16)

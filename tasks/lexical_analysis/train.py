@@ -299,7 +299,7 @@ def train(args) -> None:
                         floor=0.05, minutes=args.time_budget)
     run = fit(network, lambda: length_batches(lengths, args.batch_size, rng),
               lambda batch: crf_batch_loss(network, [examples[k] for k in batch], vocab), evaluate,
-              schedule=schedule, select="selection")
+              schedule=schedule, select="selection", average=args.average_weights)
     write(args, network, architecture, char_list, bigram_list, run, lexicon)
     if not args.no_evaluate:
         evaluate_package(args.out, paths, name_lists=args.dev_name_lists, write_manifest=True)

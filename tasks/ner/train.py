@@ -177,7 +177,7 @@ def main(argv=None) -> int:
               lambda: {"dev_f1": entity_report(dev_gold, predict(dev_texts), types, train_counts)["f1"]},
               schedule=Schedule(lr=args.lr, steps_per_epoch=-(-len(examples) // args.batch_size), epochs=args.epochs,
                                 minutes=args.minutes),
-              select="dev_f1", patience=args.patience, quiet=args.quiet)
+              select="dev_f1", patience=args.patience, average=args.average_weights, quiet=args.quiet)
 
     with PackageDraft(args, "lexical_analysis", started=started) as draft:
         draft.ship_weights(network, float16=lambda name: "emb" in name)    # the report is on the weights that ship

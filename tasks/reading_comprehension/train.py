@@ -467,7 +467,7 @@ def main(argv=None) -> int:
                         warmup=args.warmup, floor=0.02, evals=args.evals, minutes=args.minutes, eval_guess=40.0)
     run = fit(network, epoch, lambda batch: span_loss(network, batch, args.span_loss),
               lambda: score(network, selection, args, length_prior), schedule=schedule, select="f1",
-              optimizer="Adamax", grad_clip=10.0, log_every=50)
+              optimizer="Adamax", grad_clip=10.0, average=args.average_weights, log_every=50)
 
     with PackageDraft(args, "reading_comprehension", started=started) as draft:
         draft.ship_weights(network, float16=lambda name: name.startswith("embed."))    # and evaluate exactly what ships

@@ -227,7 +227,7 @@ def train_deep(net, chars: Chars, train_ids, train_y, rows: list[int], dev, args
     run = fit(net, lambda: length_batches(lengths, args.batch_size, rng, rows), loss_of,
               lambda: {"dev": chars.accuracy(net.deep_probs, *dev)}, schedule=schedule, select="dev",
               optimizer="AdamW", parameters=[p for n, p in net.named_parameters() if not is_wide(n)],
-              keep=lambda name: not is_wide(name), description="deep")
+              keep=lambda name: not is_wide(name), average=args.average_weights, description="deep")
     return run.history
 
 
@@ -259,7 +259,7 @@ def train_wide(net, chars: Chars, train_ids, train_y, dev, args, rng) -> tuple[l
                         floor=0.05)
     run = fit(net, lambda: length_batches(lengths, batch_size, rng), loss_of, evaluate, schedule=schedule,
               select="dev", parameters=[p for n, p in net.named_parameters() if is_wide(n)], keep=is_wide,
-              grad_clip=None, description="wide")
+              grad_clip=None, average=args.average_weights, description="wide")
     return run.history, run.best["deep_weight"]
 
 

@@ -138,7 +138,8 @@ def fit_epochs(net, chars: Chars, train_ids: list[list[int]], train_y: np.ndarra
                         minutes=args.minutes)
     return fit(net, lambda: length_batches(lengths, args.batch_size, rng), loss_of,
                lambda: {"dev_accuracy": chars.accuracy(net, dev_texts, dev_y)}, schedule=schedule,
-               select="dev_accuracy", patience=args.patience, quiet=args.quiet)
+               select="dev_accuracy", patience=args.patience, average=args.average_weights,
+               quiet=args.quiet)
 
 
 def train_own_data(args, task: str, argv: list[str], *, label_names: Callable[[list[str]], list[str]] = list) -> int:

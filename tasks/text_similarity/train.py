@@ -240,7 +240,7 @@ def fit_matcher(network, train: Encoded, index: list[int], evaluate, select: str
                         warmup=min(args.warmup, steps_per_epoch), evals=evals, minutes=args.minutes,
                         first_check=40, eval_guess=eval_guess)
     return fit(network, lambda: length_batches(train.lengths, args.batch_size, rng, index), loss_of, evaluate,
-               schedule=schedule, select=select, quiet=args.quiet)
+               schedule=schedule, select=select, average=args.average_weights, quiet=args.quiet)
 
 
 def load_pairs(args):
