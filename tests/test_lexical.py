@@ -588,7 +588,7 @@ ISSUE_23_RIGHT = [
     ("李明在华为工作", [("李明", "PER"), ("华为", "ORG")]),            # 1.1.0: 华/LOC 为/p
     ("我在星巴克买了一杯拿铁", [("星巴克", "ORG")]),                    # 1.1.0: 星 / 巴克/PER
     ("马云在杭州创办了阿里巴巴", [("马云", "PER"), ("阿里巴巴", "ORG")]),   # 1.1.0: 阿里巴巴/PER
-    ("周杰伦的演唱会太棒了，粉丝们都疯了哈哈哈", [("周杰伦", "PER"), ("粉丝", "n"), ("哈哈哈", "xc")]),
+    ("周杰伦的演唱会太棒了，粉丝们都疯了哈哈哈", [("周杰伦", "PER"), ("哈哈哈", "xc")]),   # 粉丝: see below
     ("哈哈哈哈笑死我了", [("哈哈哈哈", "xc"), ("笑", "v")]),             # 1.1.0: 哈哈哈哈笑/PER
     ("美国总统拜登", [("美国", "LOC"), ("拜登", "PER")]),               # 1.1.0: 拜登/v
     ("@央视新闻", [("央视", "ORG"), ("新闻", "n")]),                   # 1.1.0: 央/视/新闻
@@ -596,10 +596,13 @@ ISSUE_23_RIGHT = [
     ("他卸任了董事长", [("卸任", "v")]),                               # 1.1.0: 卸/任
 ]
 ISSUE_15_WRONG = [
-    ("我叫赵新民，哈哈哈哈真好玩", [("赵新民", "PER"), ("哈哈哈哈", "xc")]),   # 1.3.0: 哈/nz 哈哈哈/nz
-    ("蒂姆·库克周二在库比蒂诺发布了新款iPhone", [("库比蒂诺", "LOC")]),   # 1.3.0: 库比蒂诺/PER
-    ("李强作政府工作报告", [("李强", "PER")]),                          # 1.3.0: 李强作/PER (1.2.0 right)
-    ("这款手机性价比很高", [("性价比", "n")]),                           # issue 23; 1.3.0: 性价/n 比/p
+    ("我叫赵新民，哈哈哈哈真好玩", [("赵新民", "PER"), ("哈哈哈哈", "xc")]),   # 1.3.0, 1.4.0: 哈/nz 哈哈哈/nz
+    ("蒂姆·库克周二在库比蒂诺发布了新款iPhone", [("库比蒂诺", "LOC")]),   # 1.3.0, 1.4.0: 库比蒂诺/PER
+    ("李强作政府工作报告", [("李强", "PER")]),                          # 1.3.0, 1.4.0: 李强作/PER (1.2.0 right)
+    ("这款手机性价比很高", [("性价比", "n")]),                           # issue 23; 1.3.0, 1.4.0: 性价/n 比/p
+    # Issue 23; 1.4.0: 粉/n 丝/m 们.  1.3.0 had it whole here only by luck: it too cuts 粉丝们都疯了
+    # and 这些粉丝太疯狂了 (粉丝, fans, is a word newer than the 1998 MSRA news it learnt words from).
+    ("周杰伦的演唱会太棒了，粉丝们都疯了哈哈哈", [("粉丝", "n")]),
 ]
 
 
@@ -616,7 +619,7 @@ def test_shipped_model_on_out_of_genre_sentences(text, expected):
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError,   # a crash is a failure, not the known error
-                   reason="the shipped 1.3.0 model (issues 15, 23)")
+                   reason="the shipped 1.4.0 model (issues 15, 23)")
 @pytest.mark.parametrize("text, expected", ISSUE_15_WRONG, ids=[t for t, _ in ISSUE_15_WRONG])
 def test_shipped_model_still_wrong_off_genre(text, expected):
     _has_words(text, expected)
