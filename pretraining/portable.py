@@ -32,8 +32,18 @@ INDEX = "portable.json"
 
 
 def reduce(checkpoint: dict) -> dict:
-    """The checkpoint without the optimizer's moments, floating-point weights in float16."""
-    model = {k: v.half() if v.is_floating_point() else v for k, v in checkpoint["model"].items()}
+    """The checkpoint without the optimizer's moments, floating-point weights in float16.
+
+    Weights equal under two names (the MLM head's output matrix is the input embedding, tied) become
+    one tensor, which ``torch.save`` stores once: ``half()`` makes a new tensor per name, and a tie
+    broken so cost 5.8 MB of a 6 x 384 checkpoint's 33.8."""
+    model, halves = {}, []
+    for name, tensor in checkpoint["model"].items():
+        if tensor.is_floating_point():
+            tensor = tensor.half()
+            tensor = next((h for h in halves if h.shape == tensor.shape and torch.equal(h, tensor)), tensor)
+            halves.append(tensor)
+        model[name] = tensor
     return {**{k: v for k, v in checkpoint.items() if k not in ("model", "optimizer")}, "model": model,
             "portable": True}
 

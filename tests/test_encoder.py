@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import json
 import random
 import sys
@@ -231,6 +232,11 @@ def test_the_recipe_pretrains_resumes_exactly_converts_and_fine_tunes_to_package
     portable.unpack(pieces_dir, tmp_path / "resumed" / "checkpoint.pt")
     packed = torch.load(tmp_path / "resumed" / "checkpoint.pt", weights_only=False)
     assert "optimizer" not in packed and {t.dtype for t in packed["model"].values()} == {torch.float16}
+    # A tied weight (the MLM head's output matrix is an input embedding) is stored once, not per name.
+    source = torch.load(pieces / "checkpoint.pt", weights_only=False)["model"]
+    tied = [(a, b) for a, b in itertools.combinations(source, 2)
+            if source[a].shape == source[b].shape and torch.equal(source[a], source[b])]
+    assert tied and all(packed["model"][a].data_ptr() == packed["model"][b].data_ptr() for a, b in tied)
     assert pretrain.main(["--corpus", *corpus, "--resume", str(tmp_path / "resumed" / "checkpoint.pt"),
                           "--total-steps", "12", "--rewarm-steps", "4", "--threads", "1"]) == 0
     resumed = torch.load(tmp_path / "resumed" / "checkpoint.pt", weights_only=False)
