@@ -114,3 +114,16 @@ def test_tasks_with_other_batch_sizes_on_one_model_each_get_their_spec(tiny_mode
     assert many.predictor.inputs[0].max_shape == (64, 16)
     text = "我们在上海工作了三年。" * 3
     assert few.run_items([text]) == many.run_items([text])
+
+
+def test_every_bundled_package_is_within_the_fast_package_budget():
+    """A fast package (no pretrained encoder) is at most 15 MiB, the files its manifest pins; the
+    bundle is what every wheel carries."""
+    from pathlib import Path
+
+    resources = Path(__file__).resolve().parents[1] / "resources"
+    manifests = sorted(resources.glob("*/*/manifest.json"))
+    assert len(manifests) >= 4
+    for path in manifests:
+        size = sum(entry["size"] for entry in Manifest.load(path).files.values())
+        assert size <= 15 * 2**20, f"{path.parent.relative_to(resources)}: {size:,} bytes, over 15 MiB"

@@ -363,8 +363,9 @@ def test_joint_decoding_gives_the_probabilities_the_joint_loss_trains():
     assert max(e - s for s, e, _ in best_spans(softmax(start), softmax(end), length, 64, 1000, length_scores)[0]) == 4
 
 
-def _train_tiny(root: Path, *options: str) -> Path:
-    """A tiny package trained for a few steps by the recipe on a fixture of 12 passages."""
+def _train_tiny(root: Path, *options: str, chars: tuple[str, ...] = ("--no-pretrain",)) -> Path:
+    """A tiny package trained for a few steps by the recipe on a fixture of 12 passages (``chars``:
+    where the char table starts)."""
     pytest.importorskip("jieba")
     contexts = [("杭州市是浙江省的省会，位于中国东南沿海。西湖在杭州市的西面。", [("浙江省的省会是哪里？", "杭州市"), ("西湖在哪里？", "杭州市的西面")]),
                 ("曹雪芹是清代作家，他写了红楼梦。红楼梦是中国古典小说。", [("红楼梦是谁写的？", "曹雪芹"), ("曹雪芹是哪个朝代的作家？", "清代")]),
@@ -390,7 +391,7 @@ def _train_tiny(root: Path, *options: str) -> Path:
     assert main(["train", "reading_comprehension", "--data-dir", str(data), "--out", str(out), "--char-dim", "8",
                  "--hidden", "6", "--layers", "1", "--min-char", "1", "--min-word", "1", "--window", "24",
                  "--max-seq-len", "32", "--doc-stride", "8", "--max-answer-len", "6", "--epochs", "2",
-                 "--batch-size", "4", "--warmup", "2", "--evals", "2", "--no-pretrain",
+                 "--batch-size", "4", "--warmup", "2", "--evals", "2", *chars,
                  "--unanswerable", str(unanswerable), *options]) == 0
     return out
 
@@ -455,6 +456,54 @@ def test_a_joint_package_decodes_with_its_length_scores(joint_package):
     qa.task.forward = real
     dynamic = Taskflow("reading_comprehension", task_path=joint_package, top_k=3, static=False)((context, question))[0]
     assert [(r["start"], r["end"]) for r in dynamic] == [(r["start"], r["end"]) for r in got]
+
+
+def test_the_word_vector_reader_reads_a_frozen_table_of_the_corpus_word_vectors(tmp_path):
+    """--word-vectors: each char also reads its word's corpus vector; the table ships as the corpus
+    gave it (centred, unit rows, float16), zero for words the corpus lacks, untouched by training;
+    the word ids reach the static predictor, which agrees with the dynamic graph."""
+    words = ["杭州市", "浙江省", "省会", "哪里", "红楼梦", "曹雪芹", "北京大学"]
+    rng = np.random.default_rng(0)
+    vectors = tmp_path / "vectors"
+    vectors.mkdir()
+    arrays = {}
+    for kind, tokens, dim in (("char", list("杭州市浙江省的会红楼梦"), 8), ("word", words, 5)):
+        arrays.update({f"{kind}_tokens": np.array(tokens), f"{kind}_counts": np.arange(len(tokens), 0, -1) * 10,
+                       f"{kind}_vectors": rng.normal(size=(len(tokens), dim)).astype(np.float16)})
+    np.savez(vectors / "vectors.npz", **arrays)
+    (vectors / "vectors.json").write_text(json.dumps({"sources": {}}), encoding="utf-8")
+    package = _train_tiny(tmp_path, "--word-vectors", chars=("--vectors", str(vectors)))
+
+    manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
+    vocab = Vocab.load(package / "vocab.json")
+    assert manifest["architecture"]["word_dim"] == 5
+    assert manifest["architecture"]["word_vocab_size"] == len(vocab.word_list) + 1
+    expected = arrays["word_vectors"].astype(np.float64)
+    expected -= expected.mean(axis=0)
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    with np.load(package / "weights.npz") as weights:
+        table = weights[next(k for k in weights.files if k.startswith("word_embed."))]
+    assert table.dtype == np.float16 and table.shape == (len(vocab.word_list) + 1, 5)
+    assert not table[0].any()
+    covered = 0
+    for row, word in enumerate(vocab.word_list, 1):
+        if word in words:
+            np.testing.assert_allclose(table[row], expected[words.index(word)], atol=2e-3)
+            covered += 1
+        else:
+            assert not table[row].any(), word
+    assert covered >= 3 and manifest["training"]["word_vectors"]["coverage"] == round(covered / len(vocab.word_list), 4)
+
+    context, question = "杭州市是浙江省的省会，位于中国东南沿海。西湖在杭州市的西面。", "浙江省的省会是哪里？"
+    prepared = prepare(context, question, vocab)
+    assert prepared.word_ids[0] == prepared.word_ids[2] == vocab.words["杭州市"] + 1 and prepared.word_ids[3] == 0
+    assert prepared.question_word_ids[:3].tolist() == [vocab.words["浙江省"] + 1] * 3
+    qa = Taskflow("reading_comprehension", task_path=package, top_k=3)
+    assert [spec.name for spec in qa.task.input_specs()][-2:] == ["context_word_ids", "question_word_ids"]
+    static = qa((context, question))[0]
+    dynamic = Taskflow("reading_comprehension", task_path=package, top_k=3, static=False)((context, question))[0]
+    assert [(r["start"], r["end"]) for r in static] == [(r["start"], r["end"]) for r in dynamic]
+    assert [r["score"] for r in static] == pytest.approx([r["score"] for r in dynamic], rel=1e-4)
 
 
 # ------------------------------------------------------------ null threshold

@@ -123,6 +123,11 @@ def test_lexical_recipe(tmp_path):
                      *tiny)
     assert manifest["training"]["data"]["lexicons"][-1] == "jieba_dict_small/dict_small.tsv"
     assert set(manifest["metrics"]) >= {"msra_dev_segmentation", "msra_ner_test_entities", "ud_gsd_test_coarse_pos"}
+    # The word dictionary: the jieba words MSRA keeps whole (昨天 is a TIME word: left to the model).
+    from taskflow.tasks.lexical_analysis.dictionary import WordDictionary
+
+    assert manifest["word_dictionary"] == "words.tsv.gz"
+    assert set(WordDictionary.load(out / "words.tsv.gz").words) == {"见到", "工作", "他们"}
 
     # Corpus vectors (pretraining/vectors.py's file): their chars and bigrams join the vocabulary and the
     # tables start from them.  '鑫' and '鑫鑫' are in no training sentence.
@@ -155,6 +160,13 @@ def test_lexical_recipe(tmp_path):
     texts = ["李明在上海见到了王芳", "好", "王芳在杭州工作。" * 3]
     together = Taskflow("lexical_analysis", task_path=tmp_path / "conv")(texts)
     assert together == [Taskflow("lexical_analysis", task_path=tmp_path / "conv")([t])[0] for t in texts]
+    # --word-dictionary-only rebuilds an existing package's dictionary (same bytes) and sets the version.
+    before = (tmp_path / "conv" / "words.tsv.gz").read_bytes()
+    assert cli(["train", "lexical_analysis", "--data-dir", str(data), "--word-dictionary-only", str(tmp_path / "conv"),
+                "--version", "2.0.1", "--no-evaluate"]) == 0
+    rebuilt = Manifest.load(tmp_path / "conv" / "manifest.json")
+    assert rebuilt.version == "2.0.1" and rebuilt.files.keys() == conv.files.keys()
+    assert (tmp_path / "conv" / "words.tsv.gz").read_bytes() == before
 
     # Other genres: CLUENER's gold entities and silver corpus lines, labelled by a teacher (the package above).
     cluener = [{"text": "哈哈，李明去了杭州", "label": {"name": {"李明": [[3, 4]]}, "address": {"杭州": [[7, 8]]}}},

@@ -105,6 +105,24 @@ def test_text_classification_from_gbk_tsv_with_held_out_dev_and_a_time_budget(tm
     assert all(row["dev"] == 4 for row in manifest["metrics"]["dev"]["per_label"].values())
 
 
+def test_a_bigru_beside_the_cnn_is_padding_invariant_and_exports(tmp_path):
+    """--rnn-size: the deep part also reads the text in order; a text's scores do not depend on the
+    longer texts padded into its batch, and the static export agrees with the dynamic graph."""
+    train_file = write_csv(tmp_path / "train.csv", ["text", "label"], reviews(3, 90))
+    out = tmp_path / "gru"
+    manifest = train("text_classification", "--train", str(train_file), "--out", str(out), "--epochs", "2",
+                     "--rnn-size", "4", "--quiet", *TINY_CNN)
+    assert manifest["architecture"]["rnn_size"] == 4
+    texts = [text for text, _ in reviews(4, 6)]
+    flow = Taskflow("text_classification", task_path=out, return_all_scores=True, batch_size=8)
+    alone = [flow([text])[0]["scores"] for text in texts]
+    batched = flow(texts + [texts[0] * 20])[:-1]
+    for one, many in zip(alone, batched):
+        assert many["scores"] == pytest.approx(one, abs=1e-5)
+    dynamic = Taskflow("text_classification", task_path=out, return_all_scores=True, static=False)(texts)
+    assert [r["scores"] for r in dynamic] == [pytest.approx(r["scores"], abs=1e-5) for r in batched]
+
+
 def test_text_classification_needs_a_trained_model():
     with pytest.raises(ModelNotFoundError, match="taskflow train text_classification --train"):
         Taskflow("text_classification")

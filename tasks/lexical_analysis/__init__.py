@@ -23,6 +23,8 @@ The model sees half-width, ASCII lower-case text (one char per char), so
 outputs are slices of the caller's own text: ``''.join(segs) == text``.
 Whitespace is never inside a word; a run of it is one ``w`` token.  Texts
 longer than the model's window are split at sentence ends and joined back.
+Where the model cut apart a word of the package's word dictionary (``粉/丝``),
+the pieces are joined (:mod:`.dictionary`) before the user dictionary applies.
 """
 
 from __future__ import annotations
@@ -37,18 +39,19 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from taskflow.errors import UserDictError
+from taskflow.errors import ManifestError, UserDictError
 from taskflow.model import register_network
 from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
 from taskflow.task import TextTask
 from taskflow.text import Normalizer
 
+from .dictionary import WordDictionary
 from .user_dict import UserDict, UserDictFormat
 
 __all__ = [
     "LexicalStages", "LexicalAnalysisTask", "WordSegmentationTask", "POSTaggingTask",
-    "normalize", "encode", "read_vocab", "LexicalVocab", "words_from_labels", "NORMALIZATION",
+    "normalize", "encode", "read_vocab", "LexicalVocab", "words_from_labels", "word_cuts", "NORMALIZATION",
 ]
 
 PAD, UNK = 0, 1
@@ -246,16 +249,25 @@ def split_off_brackets(text: str, begins: list[bool], tags: list[str]) -> None:
 _WHITESPACE = re.compile(r"\s+")   # \s is str.isspace(), char for char
 
 
-def words_from_labels(text: str, begins: list[bool], tags: list[str]) -> list[tuple[int, int, str]]:
+def word_cuts(begins: list[bool], tags: list[str]) -> list[int]:
+    """Where words start, but the first char: where ``begins`` says so or the tag changes."""
+    n = len(begins)
+    # The per-char steps run in C (map, compress); Python touches each word, not each char.
+    return list(compress(range(1, n), map(or_, islice(begins, 1, n), map(ne, islice(tags, 1, n), tags))))
+
+
+def words_from_labels(text: str, begins: list[bool], tags: list[str],
+                      cuts: list[int] | None = None) -> list[tuple[int, int, str]]:
     """``(start, end, tag)`` words from per-char starts and tags; whitespace runs are ``w`` words.
 
-    A word starts where ``begins`` says so or where the tag changes; a whitespace run is one
-    word whatever its labels.  ``begins`` holds bools (or ints)."""
+    A word starts where ``begins`` says so or where the tag changes (``cuts``, when the caller
+    has them already: :func:`word_cuts`); a whitespace run is one word whatever its labels.
+    ``begins`` holds bools (or ints)."""
     n = len(text)
     if not n:
         return []
-    # The per-char steps run in C (map, compress); Python touches each word, not each char.
-    cuts = list(compress(range(1, n), map(or_, islice(begins, 1, n), map(ne, islice(tags, 1, n), tags))))
+    if cuts is None:
+        cuts = word_cuts(begins, tags)
     spaces = [run.span() for run in _WHITESPACE.finditer(text)]
     if not spaces:
         starts = [0, *cuts]
@@ -317,6 +329,16 @@ class LexicalStages(TextTask):
         self.vocab = lexical.vocab(LexicalVocab.read)
         self.chars, self.bigrams = self.vocab.chars, self.vocab.bigrams
         self.normalize = LexicalNormalizer(lexical.normalizer)
+        # The package's word dictionary (dictionary.py), when its manifest names one: packages made
+        # before 1.4.1 work without.
+        self.word_dictionary = None
+        name = lexical.manifest.get("word_dictionary")
+        if name:
+            try:
+                self.word_dictionary = WordDictionary.load(lexical.path(name))
+            except (OSError, ValueError) as exc:      # gzip, UTF-8 and layout errors alike
+                raise ManifestError(f"model {lexical.name!r}: cannot read its word_dictionary {name!r}: "
+                                    f"{type(exc).__name__}: {exc}") from exc
 
     @property
     def tag_set(self) -> list[str]:
@@ -359,9 +381,13 @@ class LexicalStages(TextTask):
             mark_unseen_symbols(norm, self.chars, begins, tags)
         keep_latin_runs_whole(norm, begins, tags)
         split_off_brackets(norm, begins, tags)
+        cuts = word_cuts(begins, tags)
+        if self.word_dictionary is not None:
+            cuts = self.word_dictionary.apply(norm, cuts, begins, tags)
         if user_dict is not None:
             user_dict.apply(norm, begins, tags)
-        return words_from_labels(item, begins, tags)
+            cuts = None      # its items move word starts: found again from the labels
+        return words_from_labels(item, begins, tags, cuts)
 
 
 @register_task("lexical_analysis", aliases=["lac", "lexical"])

@@ -14,6 +14,10 @@ Data (public sources, see README.md; paths can also be given one by one):
 
 Nothing is trained on a test split.  ``--evaluate-only PACKAGE`` re-runs the
 held-out evaluation of an existing package (and jieba's, on the same data).
+``--word-dictionary-only PACKAGE`` (re)builds an existing package's word dictionary
+(``dictionary.py``: jieba's words that MSRA's training text does not cut, joined where the
+model cuts them), pins it in the manifest, sets ``--version`` if given, and re-runs the
+evaluation into the manifest (unless ``--no-evaluate``).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from . import BOS, EOS, NORMALIZATION, LexicalVocab, normalize
 from .augment import augment, name_list_sentences
 from .silver import (CLUENER_TO_LAC, Teacher, cluener_sentences, corpus_lines, read_genre_dev, run_lac,
                      silver_sentences, word_spans)
+from .dictionary import build_word_dictionary, write_word_dictionary
 from .data import (LAC_TAGS, LAC_TO_COARSE, UPOS_TO_COARSE, JIEBA_TO_LAC, Lexicon, derive_sentence, is_punctuation,
                    read_bio_file, read_conll, read_word_tag_file, tag_counts)
 
@@ -41,6 +46,9 @@ LABELS = [f"{tag}-{part}" for tag in LAC_TAGS for part in "BI"]
 GENRE_DEV = Path(__file__).parent / "dev" / "genre_dev.jsonl"   # hand-checked, out of MSRA's genre (dev/README.md)
 LABEL_ID = {label: i for i, label in enumerate(LABELS)}
 _SPLIT_AFTER = set("，。；！？：,;!?:、")
+WORD_DICTIONARY = "words.tsv.gz"
+WORD_DICTIONARY_SOURCE = ("jieba extra_dict/dict.txt.small words of 2-4 Han chars seen >= 20 times, not names, Latin "
+                          "or numbers, that MSRA train keeps whole at least half the times they occur (dictionary.py)")
 
 
 # ------------------------------------------------------------------- examples
@@ -314,6 +322,7 @@ def write(args, network, architecture, char_list, bigram_list, run, lexicon) -> 
         save_weights(network, draft / "weights.npz", float16=lambda name: "emb" in name)
         (draft / "vocab.json").write_text(json.dumps({"chars": char_list, "bigrams": bigram_list}, ensure_ascii=False),
                                           encoding="utf-8")
+        word_dictionary(data_paths(args), lexicon, draft / WORD_DICTIONARY)
         context = (f"{args.num_layers} BiGRU layers of {args.hidden_size}" if args.network == "bigru_crf" else
                    f"{args.num_layers} blocks of dilated convolutions {tuple(architecture['dilations'])}, "
                    f"{args.hidden_size} wide")
@@ -322,8 +331,10 @@ def write(args, network, architecture, char_list, bigram_list, run, lexicon) -> 
                            "the graph), trained from scratch on public data.",
             "architecture": {"type": args.network, **architecture}, "normalization": list(NORMALIZATION),
             "labels": LABELS, "tag_set": list(LAC_TAGS), "max_length": args.max_length,
+            "word_dictionary": WORD_DICTIONARY,
             "training": {
                 "data": {
+                    "word_dictionary": WORD_DICTIONARY_SOURCE,
                     "segmentation_and_names": "MSRA bakeoff (SIGHAN 2006) train1.txt minus a seeded 5% dev split, "
                                               "MSR segmentation, nr/ns/nt -> PER/LOC/ORG",
                     "pos": "jieba dict.txt (jieba " + md.version("jieba") + ") + jieba extra_dict/dict.txt.small, "
@@ -354,6 +365,30 @@ def write(args, network, architecture, char_list, bigram_list, run, lexicon) -> 
             },
             "framework": framework_versions("paddlepaddle", "numpy"),
         })
+
+
+def word_dictionary(paths: dict[str, Path], lexicon: Lexicon, out: Path) -> Path:
+    """Build the package's word dictionary (``dictionary.py``) into ``out``."""
+    words = build_word_dictionary(paths["jieba_small"], paths["msra"] / "train.txt", lexicon, normalize)
+    log(f"word dictionary: {len(words)} words")
+    return write_word_dictionary(words, out)
+
+
+def add_word_dictionary(package_dir: str | Path, paths: dict[str, Path], version: str | None = None):
+    """(Re)build an existing package's word dictionary and pin it in its manifest (and set its
+    ``version`` when given); the other files stay as they are."""
+    from taskflow.packages import MANIFEST, Manifest, write_package
+
+    package_dir = Path(package_dir)
+    manifest = Manifest.load(package_dir / MANIFEST)
+    fields = {k: v for k, v in manifest.data.items() if k != "files"}
+    word_dictionary(paths, Lexicon([paths["jieba_small"]]), package_dir / WORD_DICTIONARY)
+    fields["word_dictionary"] = WORD_DICTIONARY
+    fields.setdefault("training", {}).setdefault("data", {})["word_dictionary"] = WORD_DICTIONARY_SOURCE
+    if version:
+        fields["version"] = version
+    files = {name: package_dir / name for name in manifest.files}
+    return write_package(package_dir, fields, {**files, WORD_DICTIONARY: package_dir / WORD_DICTIONARY})
 
 
 # --------------------------------------------------------------- evaluation
@@ -573,6 +608,9 @@ def parse_args(argv):
     parser.add_argument("--max-bigrams", type=int, default=100000,
                         help="keep at most this many bigrams, the most frequent (package size)")
     parser.add_argument("--evaluate-only", metavar="PACKAGE", help="only evaluate an existing package")
+    parser.add_argument("--word-dictionary-only", metavar="PACKAGE",
+                        help="only (re)build an existing package's word dictionary (and set --version if given), "
+                             "then evaluate it into its manifest unless --no-evaluate")
     parser.add_argument("--no-evaluate", action="store_true", help="skip the held-out evaluation")
     parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--time-budget", "--minutes", type=float, default=50.0, help="minutes of training at most")
@@ -598,7 +636,13 @@ def parse_args(argv):
     parser.add_argument("--dev-name-lists", type=int, default=200,
                         help="synthetic name lists of dev names that selection and evaluation score")
     parser.add_argument("--limit", type=int, default=0, help="use only this many training sentences (smoke tests)")
+    # Whether --version was given (in any spelling argparse accepts): --word-dictionary-only keeps
+    # the package's own version otherwise.
+    default_version = parser.get_default("version")
+    parser.set_defaults(version=None)
     args = parser.parse_args(argv)
+    args.version_given = args.version is not None
+    args.version = args.version or default_version
     if args.lac_python and not args.lac_labels:
         parser.error("--lac-python needs --lac-labels FILE (where LAC's labels are kept for a re-run)")
     return args
@@ -608,6 +652,13 @@ def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.evaluate_only:
         evaluate_package(args.evaluate_only, data_paths(args), name_lists=args.dev_name_lists, write_manifest=False)
+        return 0
+    if args.word_dictionary_only:
+        paths = data_paths(args)
+        manifest = add_word_dictionary(args.word_dictionary_only, paths, args.version if args.version_given else None)
+        log(f"{args.word_dictionary_only}: {manifest.name} {manifest.version} with {WORD_DICTIONARY}")
+        if not args.no_evaluate:
+            evaluate_package(args.word_dictionary_only, paths, name_lists=args.dev_name_lists, write_manifest=True)
         return 0
     train(args)
     return 0

@@ -149,9 +149,13 @@ class ReadingComprehensionTask(MultiTextTask):
 
     def input_specs(self):
         width = self.max_seq_len + 1
-        return [InputSpec("context_ids", "int64", (self.batch_size, width)),
-                InputSpec("context_features", "float32", (self.batch_size, width, len(FEATURES))),
-                InputSpec("question_ids", "int64", (self.batch_size, self.max_question_len))]
+        specs = [InputSpec("context_ids", "int64", (self.batch_size, width)),
+                 InputSpec("context_features", "float32", (self.batch_size, width, len(FEATURES))),
+                 InputSpec("question_ids", "int64", (self.batch_size, self.max_question_len))]
+        if self.manifest.get("architecture", {}).get("word_dim"):     # a reader of word vectors (model.py)
+            specs += [InputSpec("context_word_ids", "int64", (self.batch_size, width)),
+                      InputSpec("question_word_ids", "int64", (self.batch_size, self.max_question_len))]
+        return specs
 
     # --------------------------------------------------------------- inputs
     def check_item(self, item: Any, index: int | None) -> Item:

@@ -80,6 +80,8 @@ class Prepared:
     char_ids: np.ndarray      # [len(context)] int64
     features: np.ndarray      # [len(context), len(FEATURES)] float32
     question_ids: np.ndarray  # [<= max_question_len] int64, at least one id
+    word_ids: np.ndarray           # [len(context)] int64: per char, its (multi-char) word's id, 0 for none
+    question_word_ids: np.ndarray  # [len(question_ids)] int64, the same for the question's chars
 
 
 def _word_features(words: list[str], n: int, question_words: set[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -99,6 +101,19 @@ def _word_features(words: list[str], n: int, question_words: set[str]) -> tuple[
             tags[end - 1, 2] = 1.0
         position = end
     return in_q, tags
+
+
+def _word_ids(words: list[str], n: int, vocab: Vocab) -> np.ndarray:
+    """Per char, 1 + its word's place in the package's word list; 0 for a one-char word or a word not
+    in the list (a word-vector model's row 0, all zeros: the char alone speaks for it)."""
+    ids = np.zeros(n, dtype=np.int64)
+    get, position = vocab.words.get, 0
+    for word in words:
+        end = position + len(word)
+        if end - position > 1:
+            ids[position:end] = get(word, -1) + 1
+        position = end
+    return ids
 
 
 def segment_context(context: str, vocab: Vocab) -> list[str]:
@@ -130,14 +145,17 @@ def prepare(context: str, question: str, vocab: Vocab, max_question_len: int = 6
         features[:-2, 5] = trigram   # c[i:i+3]
     segment = vocab.segment
     # Multi-char words only: a one-char word in the question is already ``char_in_q``.
-    q_words = {w for w in segment(question) if len(w) > 1}
+    q_segmented = segment(question)
+    q_words = {w for w in q_segmented if len(w) > 1}
     if context_words is None:
         context_words = [w for piece in _pieces(context) for w in segment(piece)]
     words = context_words
     features[:, 6], features[:, 7:11] = _word_features(words, n, q_words)
     features[:, 11] = punct
     question_ids = np.asarray(vocab.ids(question) or [UNK], dtype=np.int64)
-    return Prepared(context, np.asarray(vocab.ids(context), dtype=np.int64), features, question_ids)
+    question_word_ids = _word_ids(q_segmented, len(question), vocab) if question else np.zeros(1, dtype=np.int64)
+    return Prepared(context, np.asarray(vocab.ids(context), dtype=np.int64), features, question_ids,
+                    _word_ids(words, n, vocab), question_word_ids)
 
 
 def _pieces(text: str, size: int = 2000) -> list[str]:
@@ -179,19 +197,26 @@ def encode(units: Sequence[tuple[Prepared, int, int]]) -> dict[str, np.ndarray]:
     """The network's feeds for windows ``(prepared, start, end)``.
 
     ``context_ids`` [B, 1 + T]: NULL, then the window's char ids, 0-padded;
-    ``context_features`` [B, 1 + T, F]; ``question_ids`` [B, Q], 0-padded.
+    ``context_features`` [B, 1 + T, F]; ``question_ids`` [B, Q], 0-padded; ``context_word_ids``
+    [B, 1 + T] and ``question_word_ids`` [B, Q], each char's word id (fed to networks that read
+    word vectors; the others' input specs leave them out).
     """
     width = 1 + max(end - start for _, start, end in units)
     q_width = max(len(p.question_ids) for p, _, _ in units)
     context_ids = np.zeros((len(units), width), dtype=np.int64)
     features = np.zeros((len(units), width, len(FEATURES)), dtype=np.float32)
     question_ids = np.zeros((len(units), q_width), dtype=np.int64)
+    context_word_ids = np.zeros((len(units), width), dtype=np.int64)
+    question_word_ids = np.zeros((len(units), q_width), dtype=np.int64)
     for row, (p, start, end) in enumerate(units):
         context_ids[row, 0] = NULL
         context_ids[row, 1:1 + end - start] = p.char_ids[start:end]
         features[row, 1:1 + end - start] = p.features[start:end]
         question_ids[row, :len(p.question_ids)] = p.question_ids
-    return {"context_ids": context_ids, "context_features": features, "question_ids": question_ids}
+        context_word_ids[row, 1:1 + end - start] = p.word_ids[start:end]
+        question_word_ids[row, :len(p.question_word_ids)] = p.question_word_ids
+    return {"context_ids": context_ids, "context_features": features, "question_ids": question_ids,
+            "context_word_ids": context_word_ids, "question_word_ids": question_word_ids}
 
 
 def best_spans(p_start: np.ndarray, p_end: np.ndarray, length: int, max_answer_len: int,

@@ -32,6 +32,15 @@ of at most L chars in the window and NULL, one softmax; decoding
 (``data.best_spans``) rebuilds exactly that distribution from the three
 outputs.  Without ``max_span`` (the 1.0.0 package) the network and its two
 outputs are as before.
+
+With ``word_dim > 0`` each char also reads its (multi-char) word's vector from
+a *frozen* table started from corpus word vectors (``pretraining/vectors.py``;
+row 0, one-char and unknown words, is zero): two more inputs,
+``context_word_ids`` [B, T] and ``question_word_ids`` [B, Q], and every char's
+token is ``[char emb; word vector]``, for the context, the question and the
+aligned question embedding.  Frozen because 9k training questions would pull
+the rows of the words they see away from the 300k-word space the others stay
+in (DrQA tunes only its 1,000 most frequent question words).
 """
 
 import paddle
@@ -44,18 +53,24 @@ _NEG = -1e4
 class ReaderNet(nn.Layer):
     def __init__(self, vocab_size: int, num_features: int, char_dim: int = 128, hidden_size: int = 96,
                  num_layers: int = 2, question_layers: int = 1, dropout: float = 0.2, align: bool = True,
-                 use_features: bool = True, max_span: int = 0, span_by_question: bool = True):
+                 use_features: bool = True, max_span: int = 0, span_by_question: bool = True,
+                 word_vocab_size: int = 0, word_dim: int = 0):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, char_dim, padding_idx=0)
+        self.word_dim = word_dim
+        if word_dim:
+            self.word_embed = nn.Embedding(word_vocab_size, word_dim, padding_idx=0,
+                                           weight_attr=paddle.ParamAttr(trainable=False))
+        token_dim = char_dim + word_dim
         self.dropout = nn.Dropout(dropout)
         self.align = align
         self.use_features = use_features
-        in_dim = char_dim + (char_dim if align else 0) + (num_features if use_features else 0)
+        in_dim = token_dim + (token_dim if align else 0) + (num_features if use_features else 0)
         if align:
-            self.align_proj = nn.Linear(char_dim, char_dim)
+            self.align_proj = nn.Linear(token_dim, token_dim)
         self.context_rnn = nn.GRU(in_dim, hidden_size, num_layers=num_layers, direction="bidirect",
                                   dropout=dropout if num_layers > 1 else 0.0)
-        self.question_rnn = nn.GRU(char_dim, hidden_size, num_layers=question_layers, direction="bidirect",
+        self.question_rnn = nn.GRU(token_dim, hidden_size, num_layers=question_layers, direction="bidirect",
                                    dropout=dropout if question_layers > 1 else 0.0)
         dim = 2 * hidden_size
         self.question_attn = nn.Linear(dim, 1)
@@ -70,7 +85,13 @@ class ReaderNet(nn.Layer):
             self.length_proj = (nn.Linear(dim, max_span + 1, weight_attr=paddle.ParamAttr(initializer=zero),
                                           bias_attr=False) if span_by_question else None)
 
-    def logits(self, context_ids, context_features, question_ids):
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """The feeds ``forward`` takes, in order (keys of ``data.encode``'s dict)."""
+        return ("context_ids", "context_features", "question_ids") + (
+            ("context_word_ids", "question_word_ids") if self.word_dim else ())
+
+    def logits(self, context_ids, context_features, question_ids, context_word_ids=None, question_word_ids=None):
         """Start and end scores [B, T] (pads at -1e4) and the length scores [B, max_span + 1]
         (``None`` without ``max_span``), for training."""
         c_mask = (context_ids > 0).astype("float32")                          # [B, T]
@@ -79,6 +100,9 @@ class ReaderNet(nn.Layer):
         q_len = (question_ids > 0).astype("int64").sum(axis=1)
         c_emb = self.embed(context_ids)
         q_emb = self.embed(question_ids)
+        if self.word_dim:
+            c_emb = paddle.concat([c_emb, self.word_embed(context_word_ids)], axis=-1)
+            q_emb = paddle.concat([q_emb, self.word_embed(question_word_ids)], axis=-1)
         parts = [c_emb]
         if self.align:
             c_key = F.relu(self.align_proj(c_emb))
@@ -109,8 +133,9 @@ class ReaderNet(nn.Layer):
                 length = length + self.length_proj(q_vec)
         return start * c_mask + pad, end * c_mask + pad, length
 
-    def forward(self, context_ids, context_features, question_ids):
-        start, end, length = self.logits(context_ids, context_features, question_ids)
+    def forward(self, context_ids, context_features, question_ids, context_word_ids=None, question_word_ids=None):
+        start, end, length = self.logits(context_ids, context_features, question_ids, context_word_ids,
+                                         question_word_ids)
         if length is None:
             return F.softmax(start, axis=1), F.softmax(end, axis=1)
         return F.softmax(start, axis=1), F.softmax(end, axis=1), length

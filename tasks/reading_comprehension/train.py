@@ -36,7 +36,8 @@ steps the recipe measures its speed and fits the steps (and the learning-rate
 schedule) into it.  ``--no-features`` / ``--no-align`` train the ablations.
 ``--vectors DIR`` starts the char table from corpus char vectors (``python -m
 pretraining.vectors``) instead of the SVD of ``--pretrain-files``, rows at the
-same unit length.
+same unit length; ``--word-vectors`` also gives each char its (multi-char) word's corpus word vector,
+a frozen table over the package's word list (``model.py``).
 """
 
 from __future__ import annotations
@@ -94,6 +95,9 @@ def parse_args(argv):
     parser.add_argument("--vectors", metavar="DIR",
                         help="corpus vectors (python -m pretraining.vectors --out DIR): the char table starts from "
                              "their char vectors instead of the SVD of --pretrain-files")
+    parser.add_argument("--word-vectors", action="store_true",
+                        help="each char also reads its word's corpus vector (from --vectors; a frozen table of the "
+                             "package's word list)")
     parser.add_argument("--min-char", type=int, default=2)
     parser.add_argument("--min-word", type=int, default=2)
     parser.add_argument("--window", type=int, default=256, help="training window, chars")
@@ -112,6 +116,8 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     if args.vectors and (args.no_pretrain or args.pretrain_files):
         parser.error("--vectors replaces the SVD char vectors: give it without --no-pretrain and --pretrain-files")
+    if args.word_vectors and not args.vectors:
+        parser.error("--word-vectors reads the word vectors of --vectors DIR: give both")
     return args
 
 
@@ -260,6 +266,28 @@ def start_from_vectors(network, vectors: str, vocab: Vocab, seed: int) -> dict:
             "vectors": portable_path(vectors), "sources": vectors_report(vectors).get("sources"), "coverage": round(coverage, 4)}
 
 
+def word_table(vectors: str, vocab: Vocab) -> tuple[np.ndarray, dict]:
+    """The frozen word table of a ``--word-vectors`` network: row ``1 + i`` the corpus vector of
+    the word list's ``i``-th word (centred, unit rows, the char rows' scale), zero where the corpus
+    has none and in row 0 (no multi-char word); and what the manifest says of it."""
+    tokens, matrix = load_vectors(vectors, "word")
+    matrix = matrix.astype(np.float32)
+    matrix -= matrix.mean(axis=0, keepdims=True)
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-8)
+    index = {token: row for row, token in enumerate(tokens)}
+    table = np.zeros((len(vocab.word_list) + 1, matrix.shape[1]), dtype=np.float32)
+    hits = 0
+    for row, word in enumerate(vocab.word_list, 1):
+        found = index.get(word)
+        if found is not None:
+            table[row] = matrix[found]
+            hits += 1
+    coverage = hits / max(1, len(vocab.word_list))
+    log(f"word vectors from {vectors}: {coverage:.1%} of the {len(vocab.word_list)} words")
+    return table, {"method": "corpus skip-gram word vectors (pretraining/vectors.py), centred, unit rows, frozen",
+                   "vectors": portable_path(vectors), "coverage": round(coverage, 4)}
+
+
 # ---------------------------------------------------------------- inference
 
 def predict(network, examples: Examples, max_seq_len: int, doc_stride: int, max_answer_len: int,
@@ -279,8 +307,7 @@ def predict(network, examples: Examples, max_seq_len: int, doc_stride: int, max_
         for start in range(0, len(units), batch_size):
             batch = units[start:start + batch_size]
             feeds = encode([(p, a, b) for _, p, a, b in batch])
-            outputs = [out.numpy() for out in network(*[paddle.to_tensor(feeds[k]) for k in
-                                                        ("context_ids", "context_features", "question_ids")])]
+            outputs = [out.numpy() for out in network(*[paddle.to_tensor(feeds[k]) for k in network.input_names])]
             p_start, p_end = outputs[0], outputs[1]
             length_scores = outputs[2] if len(outputs) > 2 else None
             for row, (i, _, a, b) in enumerate(batch):
@@ -319,8 +346,7 @@ def span_loss(network, batch, kind: str = "independent"):
     import paddle.nn.functional as F
 
     feeds = encode([(p, a, b) for p, a, b, _, _ in batch])
-    start_logits, end_logits, length = network.logits(*[paddle.to_tensor(feeds[k]) for k in
-                                                        ("context_ids", "context_features", "question_ids")])
+    start_logits, end_logits, length = network.logits(*[paddle.to_tensor(feeds[k]) for k in network.input_names])
     starts = np.array([x[3] for x in batch], dtype=np.int64)
     ends = np.array([x[4] for x in batch], dtype=np.int64)
     loss = 0.0
@@ -433,10 +459,16 @@ def main(argv=None) -> int:
     architecture = {"vocab_size": len(vocab.char_list), "num_features": len(FEATURES), "char_dim": args.char_dim,
                     "hidden_size": args.hidden, "num_layers": args.layers, "question_layers": args.question_layers,
                     "dropout": args.dropout, "align": not args.no_align, "use_features": not args.no_features}
+    words = None
+    if args.word_vectors:
+        words, word_report = word_table(args.vectors, vocab)
+        architecture.update(word_vocab_size=words.shape[0], word_dim=words.shape[1])
     if joint:
         # The longest span the model scores is the longest answer it gives (the manifest's max_answer_len).
         architecture.update(max_span=args.max_answer_len, span_by_question=args.length_prior == "question")
     network = ReaderNet(**architecture)
+    if words is not None:
+        network.word_embed.weight.set_value(words)
     if joint:
         network.length_bias.set_value(length_log_prior(train_rows, args.max_answer_len))
         prior_fields, length_prior = {}, None
@@ -470,7 +502,7 @@ def main(argv=None) -> int:
               optimizer="Adamax", grad_clip=10.0, average=args.average_weights, log_every=50)
 
     with PackageDraft(args, "reading_comprehension", started=started) as draft:
-        draft.ship_weights(network, float16=lambda name: name.startswith("embed."))    # and evaluate exactly what ships
+        draft.ship_weights(network, float16=lambda name: name.startswith(("embed.", "word_embed.")))    # and evaluate exactly what ships
         selected = predict(network, selection, args.max_seq_len, args.doc_stride, args.max_answer_len,
                            length_prior=length_prior)
         metrics = {"selection": {"file": selection_name, **figures(selection_rows, selected)},
@@ -508,7 +540,8 @@ def main(argv=None) -> int:
                 "train_file": portable_path(files["train"], args.data_dir),
                 "selection_file": (portable_path(files["selection"], args.data_dir) if files["selection"]
                                    else selection_name),
-                "questions": len(train_rows), "source": SOURCE, "char_vectors": pretrain, "window": args.window,
+                "questions": len(train_rows), "source": SOURCE, "char_vectors": pretrain,
+                **({"word_vectors": word_report} if words is not None else {}), "window": args.window,
                 "neg_rate": args.neg_rate, "span_loss": args.span_loss,
                 **({"length_prior": args.length_prior} if joint else {}),
                 "vocab": {"chars": len(vocab.char_list), "words": len(vocab.segmenter.logp),

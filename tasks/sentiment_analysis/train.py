@@ -322,6 +322,8 @@ def main(argv=None) -> int:
                         trigram_buckets=0, ngram_dim=args.ngram_dim, conv_channels=args.conv_channels,
                         max_kernel=args.max_kernel, hidden_size=0, num_labels=2, dropout=args.dropout,
                         wide_buckets=args.wide_buckets, deep_weight=1.0)
+    if args.rnn_size:
+        architecture["rnn_size"] = args.rnn_size
     net = SentimentNet(**architecture)
     train_ids = [chars.encode(t)[: 100_000] for t in texts]
     train_y = np.array(labels, dtype="int64")

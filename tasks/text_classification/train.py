@@ -54,6 +54,8 @@ def add_network_options(parser: argparse.ArgumentParser, *, max_len: int, min_fr
     parser.add_argument("--ngram-dim", type=int, default=ngram_dim)
     parser.add_argument("--conv-channels", type=int, default=conv_channels)
     parser.add_argument("--max-kernel", type=int, default=max_kernel)
+    parser.add_argument("--rnn-size", type=int, default=0,
+                        help="a BiGRU of this size per direction beside the CNN (0: none; default: %(default)s)")
     parser.add_argument("--dropout", type=float, default=dropout)
     parser.add_argument("--lr", type=float, default=lr)
     parser.add_argument("--batch-size", type=int, default=batch_size)
@@ -170,6 +172,8 @@ def train_own_data(args, task: str, argv: list[str], *, label_names: Callable[[l
                         trigram_buckets=0, ngram_dim=args.ngram_dim, conv_channels=args.conv_channels,
                         max_kernel=args.max_kernel, hidden_size=0, num_labels=len(labels), dropout=args.dropout,
                         wide_buckets=0, deep_weight=1.0)
+    if args.rnn_size:
+        architecture["rnn_size"] = args.rnn_size
     net = SentimentNet(**architecture)
     train_ids = [chars.encode(e.texts) for e in train]
     train_y = np.array([index[e.label] for e in train], dtype="int64")
