@@ -508,7 +508,10 @@ def save_weights(network, path: str | os.PathLike, float16: Callable[[str], bool
     if aliases:
         arrays[_ALIASES] = np.array(json.dumps(aliases, sort_keys=True))
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
+    # Compressed: a package's size is budgeted (15 MB for a fast one) and float16 tables deflate by
+    # ~8%; reading a 13 MB file takes 60 ms longer.  load_weights checks every member's shape from
+    # its header first, so no member can inflate past what the network holds.
+    np.savez_compressed(buffer, **arrays)
     atomic_write_bytes(path, buffer.getvalue())
 
 

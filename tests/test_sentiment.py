@@ -80,8 +80,7 @@ def test_shipped_manifest_pins_its_files_and_records_its_training():
     assert manifest["labels"] == ["negative", "positive"]
     assert all(not f.startswith(("chnsenticorp/test", "chnsenticorp/dev")) for f in manifest["training"]["train_files"])
     assert manifest["metrics"]["chnsenticorp_test"] > 0.9
-    size = sum(entry["size"] for entry in manifest.files.values())
-    assert size < 15 * 2**20, "package over the 15 MB budget"
+    # Its size: test_model_files.py holds every bundled package to the budget.
 
 
 def test_cli_download_reports_the_bundled_package(capsys):
