@@ -14,6 +14,7 @@ import random
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from taskflow import Taskflow
@@ -121,6 +122,51 @@ def test_a_bigru_beside_the_cnn_is_padding_invariant_and_exports(tmp_path):
         assert many["scores"] == pytest.approx(one, abs=1e-5)
     dynamic = Taskflow("text_classification", task_path=out, return_all_scores=True, static=False)(texts)
     assert [r["scores"] for r in dynamic] == [pytest.approx(r["scores"], abs=1e-5) for r in batched]
+
+
+def test_negation_scope_gives_the_chars_after_a_negator_weights_of_their_own():
+    """--negation-window: 好 after 不 (up to a clause break) is not the 好 of 很好; the wide model
+    looks its n-grams up in a table of their own."""
+    import paddle
+
+    from taskflow.tasks.text_classification.model import SentimentNet
+
+    vocab = ["[PAD]", "[UNK]", "不", "很", "好", "吃", ","]
+    ids = {c: i for i, c in enumerate(vocab)}
+    net = SentimentNet(len(vocab), embed_dim=8, bigram_buckets=0, conv_channels=4, max_kernel=1,
+                       wide_buckets=64, deep_weight=0.0, negator_ids=[ids["不"]], clause_break_ids=[ids[","]],
+                       negation_window=2)
+    net.eval()
+
+    def encode(*texts):
+        return paddle.to_tensor([[ids[c] for c in text] for text in texts], dtype="int64")
+
+    assert net.negated(encode("不好吃吃", "不,好吃", "很好不好")).numpy().tolist() == [
+        [0, 1, 1, 0], [0, 0, 0, 0], [0, 0, 0, 1]]
+    for name, weight in net.named_parameters():
+        if name.startswith("wide_"):
+            weight.set_value(np.zeros(weight.shape, dtype="float32"))
+    uni = net.wide_uni.weight.numpy()
+    uni[ids["好"]] = [0.0, 5.0]                       # 好 alone: praise
+    net.wide_uni.weight.set_value(uni)
+    praise, negated = net.wide_logits(encode("很好", "不好")).numpy()
+    assert praise[1] - praise[0] > 1 and negated[1] == negated[0]     # 不好's 好 is not looked up there
+    net.wide_negated.weight.set_value(np.tile(np.array([[3.0, 0.0]], dtype="float32"), [64, 1]))
+    negated = net.wide_logits(encode("不好")).numpy()[0]
+    assert negated[0] > negated[1]
+
+
+def test_a_negation_scope_model_trains_and_exports(tmp_path):
+    train_file = write_csv(tmp_path / "train.csv", ["text", "label"],
+                           [(("不" if i % 3 == 0 else "") + text, label) for i, (text, label) in enumerate(reviews(3, 90))])
+    out = tmp_path / "neg"
+    manifest = train("text_classification", "--train", str(train_file), "--out", str(out), "--epochs", "2",
+                     "--negation-window", "3", "--quiet", *TINY_CNN)
+    assert manifest["architecture"]["negation_window"] == 3 and len(manifest["architecture"]["negator_ids"]) == 1
+    texts = ["不" + text for text, _ in reviews(4, 6)]
+    static = Taskflow("text_classification", task_path=out, return_all_scores=True)(texts)
+    dynamic = Taskflow("text_classification", task_path=out, return_all_scores=True, static=False)(texts)
+    assert [r["scores"] for r in dynamic] == [pytest.approx(r["scores"], abs=1e-5) for r in static]
 
 
 def test_text_classification_needs_a_trained_model():

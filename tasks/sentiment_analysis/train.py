@@ -57,7 +57,7 @@ from pathlib import Path
 import numpy as np
 
 from taskflow.tasks.text_classification.train import (SMALL_DATA, Chars, add_network_options, add_own_data_training,
-                                                      build_vocab, train_own_data)
+                                                      build_vocab, network_architecture, train_own_data)
 from taskflow.text import Normalizer
 from taskflow.training import (PackageDraft, Schedule, fit, framework_versions, length_batches, load_vectors, log,
                                own_data_defaults, portable_path, pretrained_embeddings, recipe_parser, restore,
@@ -318,12 +318,7 @@ def main(argv=None) -> int:
         vocab = build_vocab(texts, args.min_freq)
     chars = Chars(vocab, args.max_len)
 
-    architecture = dict(vocab_size=len(vocab), embed_dim=args.embed_dim, bigram_buckets=args.bigram_buckets,
-                        trigram_buckets=0, ngram_dim=args.ngram_dim, conv_channels=args.conv_channels,
-                        max_kernel=args.max_kernel, hidden_size=0, num_labels=2, dropout=args.dropout,
-                        wide_buckets=args.wide_buckets, deep_weight=1.0)
-    if args.rnn_size:
-        architecture["rnn_size"] = args.rnn_size
+    architecture = network_architecture(args, vocab, 2, args.wide_buckets)
     net = SentimentNet(**architecture)
     train_ids = [chars.encode(t)[: 100_000] for t in texts]
     train_y = np.array(labels, dtype="int64")

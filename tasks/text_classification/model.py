@@ -20,6 +20,13 @@ With ``rnn_size > 0`` the deep part also reads the char + bigram features in ord
 (masked max pool of its states beside the CNN's): a window of 5 chars sees 不 next to 难吃, but
 whether 一点也不 scopes over the adjective after it, or the clause after 但是 decides, is order.
 
+With ``negator_ids`` (the char ids of 不, 没, 无...), the chars within ``negation_window`` after a
+negator, up to a clause break (``clause_break_ids``), are read as negated: their wide n-grams look up
+weights of their own (``wide_negated``: 不难吃's 难吃 is not the 难吃 of 很难吃, which the reviews
+teach is a complaint), and the deep part adds a learnt vector to their char embeddings.  The classic
+NOT_ marking of sentiment analysis (Das & Chen 2001; Pang et al. 2002), done inside the network from
+the char ids.
+
 Input: int64 [batch, seq_len] char ids, 0 = pad (right padding), 1 = unknown.
 Output: float32 softmax probabilities [batch, num_labels], in the order of the manifest's labels.
 """
@@ -31,15 +38,23 @@ import paddle.nn.functional as F
 class SentimentNet(nn.Layer):
     def __init__(self, vocab_size, embed_dim=128, bigram_buckets=50000, trigram_buckets=0,
                  ngram_dim=64, conv_channels=192, max_kernel=5, hidden_size=0,
-                 num_labels=2, dropout=0.3, wide_buckets=0, deep_weight=1.0, rnn_size=0):
+                 num_labels=2, dropout=0.3, wide_buckets=0, deep_weight=1.0, rnn_size=0,
+                 negator_ids=(), clause_break_ids=(), negation_window=4):
         super().__init__()
         self.wide_buckets = wide_buckets
         self.deep_weight = deep_weight
+        self.negator_ids, self.clause_break_ids = list(negator_ids), list(clause_break_ids)
+        self.negation_window = negation_window
         if wide_buckets > 0:
             self.wide_uni = nn.Embedding(vocab_size, num_labels)
             self.wide_bi = nn.Embedding(wide_buckets, num_labels)
             self.wide_tri = nn.Embedding(wide_buckets, num_labels)
             self.wide_bias = self.create_parameter([num_labels], is_bias=True)
+            if self.negator_ids:
+                self.wide_negated = nn.Embedding(wide_buckets, num_labels)
+        if self.negator_ids:
+            self.negated_vec = self.create_parameter(
+                [embed_dim], default_initializer=nn.initializer.Normal(std=0.02))
         self.bigram_buckets = bigram_buckets
         self.trigram_buckets = trigram_buckets
         self.char_emb = nn.Embedding(vocab_size, embed_dim)
@@ -78,14 +93,43 @@ class SentimentNet(nn.Layer):
         h = paddle.remainder(h, paddle.full_like(h, buckets - 1)) + 1
         return h * valid
 
+    def negated(self, input_ids):
+        """int64 [B, L]: 1 where a negator stands 1 to ``negation_window`` chars before, with no
+        clause break from it up to here; 0 elsewhere (and everywhere without negators)."""
+        def shifted(x, k):            # x moved k places right, zeros in front
+            return paddle.concat([paddle.zeros_like(x[:, :k]), x[:, :-k]], axis=1)
+
+        def any_of(ids):
+            hit = paddle.zeros_like(input_ids)
+            for i in ids:
+                hit = hit + (input_ids == paddle.full_like(input_ids, i)).astype('int64')
+            return hit
+
+        negator, open_ = any_of(self.negator_ids), 1 - any_of(self.clause_break_ids)
+        scope, unbroken = paddle.zeros_like(input_ids), open_
+        for k in range(1, self.negation_window + 1):
+            scope = scope + shifted(negator, k) * unbroken
+            unbroken = unbroken * shifted(open_, k)
+        return (scope > 0).astype('int64')
+
     def wide_logits(self, input_ids):
-        """Logits of the linear n-gram model; zero-id (padding, invalid window) rows count nothing."""
+        """Logits of the linear n-gram model; zero-id (padding, invalid window) rows count nothing.
+        An n-gram that starts inside a negation's scope is looked up in ``wide_negated`` instead."""
         mask_i = (input_ids > 0).astype('int64')
+        negated = self.negated(input_ids) if self.negator_ids else None
         total, count = 0.0, 0.0
         for n, table in ((1, self.wide_uni), (2, self.wide_bi), (3, self.wide_tri)):
             ids = input_ids * mask_i if n == 1 else self._hash(input_ids, mask_i, n, self.wide_buckets)
             valid = (ids > 0).astype('float32').unsqueeze(-1)
-            total = total + (table(ids) * valid).sum(axis=1)
+            if negated is None:
+                total = total + (table(ids) * valid).sum(axis=1)
+            else:
+                # Each order its own buckets of the negated table (a salt n), as _hash's ids are.
+                salted = paddle.remainder(ids * paddle.full_like(ids, 7919) + paddle.full_like(ids, n),
+                                          paddle.full_like(ids, self.wide_buckets - 1)) + 1
+                inside = valid * negated.astype('float32').unsqueeze(-1)
+                total = total + (table(ids) * (valid - inside)).sum(axis=1) \
+                    + (self.wide_negated(salted) * inside).sum(axis=1)
             count = count + valid.sum(axis=1)
         return total / paddle.sqrt(paddle.clip(count, min=1.0)) + self.wide_bias
 
@@ -100,7 +144,10 @@ class SentimentNet(nn.Layer):
         mask_i = (input_ids > 0).astype('int64')
         mask = mask_i.astype('float32').unsqueeze(-1)                 # [B, L, 1]
         length = paddle.clip(mask.sum(axis=1), min=1.0)               # [B, 1]
-        feats = [self.char_emb(input_ids)]
+        chars = self.char_emb(input_ids)
+        if self.negator_ids:
+            chars = chars + self.negated(input_ids).astype('float32').unsqueeze(-1) * self.negated_vec
+        feats = [chars]
         if self.bigram_buckets > 0:
             ids2 = self._hash(input_ids, mask_i, 2, self.bigram_buckets)
             feats.append(self.bigram_emb(ids2) * (ids2 > 0).astype('float32').unsqueeze(-1))

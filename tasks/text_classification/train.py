@@ -56,6 +56,9 @@ def add_network_options(parser: argparse.ArgumentParser, *, max_len: int, min_fr
     parser.add_argument("--max-kernel", type=int, default=max_kernel)
     parser.add_argument("--rnn-size", type=int, default=0,
                         help="a BiGRU of this size per direction beside the CNN (0: none; default: %(default)s)")
+    parser.add_argument("--negation-window", type=int, default=0,
+                        help="read the chars up to this many after 不/没/无 (to a clause break) as negated, with "
+                             "n-gram weights of their own (model.py; 0: off; default: %(default)s)")
     parser.add_argument("--dropout", type=float, default=dropout)
     parser.add_argument("--lr", type=float, default=lr)
     parser.add_argument("--batch-size", type=int, default=batch_size)
@@ -66,6 +69,28 @@ def add_own_data_training(parser: argparse.ArgumentParser) -> None:
     add_own_data_options(parser, text_field="text", label_field="label")
     parser.add_argument("--patience", type=int, default=4,
                         help="own data: stop after this many epochs without a better dev accuracy (default: %(default)s)")
+
+
+# Negation scope (model.py): the negators, and what ends a clause, as the normaliser leaves them
+# (full-width punctuation is half-width there).  非, 别 and 未 are left out: 非常, 特别, 未来.
+NEGATORS = "不没无"
+CLAUSE_BREAKS = ",.!?;:、。~…\n"
+
+
+def network_architecture(args, vocab: list[str], num_labels: int, wide_buckets: int = 0) -> dict:
+    """The SentimentNet arguments the options give; recorded in the manifest as they are."""
+    architecture = dict(vocab_size=len(vocab), embed_dim=args.embed_dim, bigram_buckets=args.bigram_buckets,
+                        trigram_buckets=0, ngram_dim=args.ngram_dim, conv_channels=args.conv_channels,
+                        max_kernel=args.max_kernel, hidden_size=0, num_labels=num_labels, dropout=args.dropout,
+                        wide_buckets=wide_buckets, deep_weight=1.0)
+    if args.rnn_size:
+        architecture["rnn_size"] = args.rnn_size
+    if args.negation_window:
+        ids = {c: i for i, c in enumerate(vocab)}
+        architecture.update(negator_ids=[ids[c] for c in NEGATORS if c in ids],
+                            clause_break_ids=[ids[c] for c in CLAUSE_BREAKS if c in ids],
+                            negation_window=args.negation_window)
+    return architecture
 
 
 class Chars:
@@ -168,12 +193,7 @@ def train_own_data(args, task: str, argv: list[str], *, label_names: Callable[[l
 
     vocab = build_vocab([e.texts for e in train], args.min_freq)
     chars = Chars(vocab, args.max_len, len(labels))
-    architecture = dict(vocab_size=len(vocab), embed_dim=args.embed_dim, bigram_buckets=args.bigram_buckets,
-                        trigram_buckets=0, ngram_dim=args.ngram_dim, conv_channels=args.conv_channels,
-                        max_kernel=args.max_kernel, hidden_size=0, num_labels=len(labels), dropout=args.dropout,
-                        wide_buckets=0, deep_weight=1.0)
-    if args.rnn_size:
-        architecture["rnn_size"] = args.rnn_size
+    architecture = network_architecture(args, vocab, len(labels))
     net = SentimentNet(**architecture)
     train_ids = [chars.encode(e.texts) for e in train]
     train_y = np.array([index[e.label] for e in train], dtype="int64")
