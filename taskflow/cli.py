@@ -519,8 +519,9 @@ def _cmd_download(argv: list[str]) -> int:
         refs += [ref for ref in package.manifest.get("requires", {}).values() if not ref.startswith(".")]
     # Building the pipeline once exports the static graph into the cache, next to the package.
     flow = Taskflow(args.task, model=args.model, mode=args.mode, home=args.home, offline=args.offline)
-    flow.task.predictor
-    print(f"static graph: {flow.task.network_model.export_dir()}")
+    if flow.task.runs_network:      # not jieba's fast segmentation
+        flow.task.predictor
+        print(f"static graph: {flow.task.network_model.export_dir()}")
     return 0
 
 

@@ -84,6 +84,7 @@ class Task:
     # A single str in gives its result itself, not a list of one (PaddleNLP's shape for word
     # segmentation and POS tagging, whose results are lists already); a list in is one result each.
     single_text_unwrapped: bool = False
+    runs_network: bool = True     # False for a task over a package with no network (jieba's segmentation)
 
     def __init__(self, model: Model, *, batch_size: int | None = None):
         self.model = model

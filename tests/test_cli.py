@@ -166,6 +166,23 @@ def test_a_first_run_prints_its_results_and_nothing_else(tiny_sentiment, tmp_pat
         assert run.stderr == "", run.stderr
 
 
+def test_download_of_a_package_with_no_network_caches_its_files_and_no_export(tmp_path, monkeypatch, capsys):
+    """word_segmentation mode="fast" is jieba over a dictionary: nothing to export; offline it runs
+    from the cache alone."""
+    from taskflow import Taskflow, packages
+
+    assert main(["download", "word_segmentation", "--mode", "fast", "--home", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "word_segmentation/jieba" in out and "static graph:" not in out
+    cached = next((tmp_path / "taskflow" / "word_segmentation" / "jieba").iterdir())
+    empty = tmp_path / "no_bundle"
+    (empty / "word_segmentation" / "jieba").mkdir(parents=True)
+    (empty / "word_segmentation" / "jieba" / "manifest.json").write_bytes((cached / "manifest.json").read_bytes())
+    monkeypatch.setattr(packages, "_bundled_root", lambda: empty)
+    flow = Taskflow("word_segmentation", mode="fast", home=tmp_path, offline=True)
+    assert flow.model.source == "cache" and flow("李明在华为工作") == ["李明", "在", "华为", "工作"]
+
+
 def test_download_of_a_task_without_a_bundled_model_says_how_to_train_one(capsys):
     assert main(["download", "text_classification"]) == 2
     err = capsys.readouterr().err

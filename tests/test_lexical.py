@@ -780,3 +780,49 @@ def test_a_users_own_label_is_an_entity_label(tiny):
     assert "n" not in ner.task.entity_labels           # a POS tag the user reuses is not made an entity
     only = flow(tiny, "ner", user_dict=["长津湖/MOVIE"], entity_labels=["PER"])("我看了长津湖")[0]
     assert all(e["label"] == "PER" for e in only["entities"])   # an explicit choice still wins
+
+
+# ------------------------------------------------- word_segmentation mode="fast": jieba (fast.py)
+
+def test_fast_segmentation_is_jiebas_over_the_bundled_dictionary():
+    import jieba
+
+    texts = ["我买了iPhone手机，粉丝们都疯了哈哈哈", "李明在华为工作", "他说：  “明天见”\n好的",
+             "长春市长春药店", "這部電影很好看"]
+    fast = Taskflow("word_segmentation", mode="fast")
+    got = fast(texts)
+    for text, words in zip(texts, got):
+        assert "".join(words) == text
+        # jieba.lcut's words, but a whitespace run is one word (as in the default mode).
+        expected = []
+        for word in jieba.lcut(text):
+            if word.isspace() and expected and expected[-1].isspace():
+                expected[-1] += word
+            else:
+                expected.append(word)
+        assert words == expected
+    assert "  " in got[2] and fast(texts[0]) == got[0]      # one str in: its word list
+    # A long text is read whole (no window), and the base mode is the lexical model.
+    assert "".join(fast(["很好。" * 2000])[0]) == "很好。" * 2000
+    assert Taskflow("word_segmentation", mode="base")("粉丝们") == Taskflow("word_segmentation")("粉丝们")
+
+
+def test_fast_segmentation_takes_no_lexical_options():
+    with pytest.raises(OptionError, match="user_dict"):
+        Taskflow("word_segmentation", mode="fast", user_dict=["春天/SEASON"])
+
+
+def test_a_broken_jieba_dictionary_is_a_manifest_error(tmp_path):
+    from taskflow.errors import ManifestError
+    from taskflow.packages import write_package
+    from taskflow.tasks.lexical_analysis.fast import build_package
+
+    good = build_package(tmp_path / "good")
+    assert good.name == "jieba" and good.files.keys() == {"dict.txt.gz"}
+    assert Taskflow("word_segmentation", mode="fast", task_path=str(tmp_path / "good"))("李明在华为工作") == [
+        "李明", "在", "华为", "工作"]
+    (tmp_path / "bad.gz").write_bytes(b"not gzip")
+    fields = {k: v for k, v in good.data.items() if k != "files"}
+    write_package(tmp_path / "bad", fields, {"dict.txt.gz": tmp_path / "bad.gz"})
+    with pytest.raises(ManifestError, match="not a jieba dictionary"):
+        Taskflow("word_segmentation", mode="fast", task_path=str(tmp_path / "bad"))

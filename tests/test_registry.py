@@ -10,7 +10,8 @@ EXPECTED_TASKS = {
     "sentiment_analysis": {"aliases": ["sentiment", "senta"], "default_model": "char_cnn"},
     "text_classification": {"aliases": [], "default_model": ""},     # the user's own model, task_path=
     "lexical_analysis": {"aliases": ["lac", "lexical"], "default_model": "bigru_crf"},
-    "word_segmentation": {"aliases": ["segmentation", "cws"], "default_model": "lexical_analysis/bigru_crf"},
+    "word_segmentation": {"aliases": ["segmentation", "cws"], "default_model": "lexical_analysis/bigru_crf",
+                          "modes": {"fast": "word_segmentation/jieba", "base": "lexical_analysis/bigru_crf"}},
     "pos_tagging": {"aliases": ["pos"], "default_model": "lexical_analysis/bigru_crf"},
     "ner": {"aliases": ["named_entity_recognition"], "default_model": "lexical_analysis/bigru_crf",
             "modes": {"fast": "lexical_analysis/bigru_crf", "accurate": "knowledge_mining/termtree"}},

@@ -442,7 +442,17 @@ class WordSegmentationTask(LexicalAnalysisTask):
     """
 
     default_model = "lexical_analysis/bigru_crf"
+    # PaddleNLP's modes: fast is jieba (fast.py, a package with no network), base the lexical model.
+    modes = {"fast": "word_segmentation/jieba", "base": "lexical_analysis/bigru_crf"}
     single_text_unwrapped = True
+
+    @classmethod
+    def class_for(cls, package_task):
+        if package_task == "word_segmentation":
+            from .fast import JiebaSegmentationTask
+
+            return JiebaSegmentationTask
+        return cls
 
     def format_result(self, text, words):
         return [text[s:e] for s, e, _ in words]
