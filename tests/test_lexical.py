@@ -807,9 +807,21 @@ def test_fast_segmentation_is_jiebas_over_the_bundled_dictionary():
     assert Taskflow("word_segmentation", mode="base")("粉丝们") == Taskflow("word_segmentation")("粉丝们")
 
 
-def test_fast_segmentation_takes_no_lexical_options():
-    with pytest.raises(OptionError, match="user_dict"):
-        Taskflow("word_segmentation", mode="fast", user_dict=["春天/SEASON"])
+def test_fast_segmentation_applies_the_user_dictionary_as_the_base_mode_does():
+    text = "我们看了长津湖，花开了  哈哈"
+    plain = Taskflow("word_segmentation", mode="fast")(text)
+    assert "花开" in plain and "花" not in plain
+    items = ["长津湖", "花 开"]                             # LAC's format: 花 开 is two words
+    fast = Taskflow("word_segmentation", mode="fast", user_dict=items)(text)
+    assert fast == Taskflow("word_segmentation", user_dict=items)(text)
+    assert fast[fast.index("花"):fast.index("花") + 2] == ["花", "开"] and "".join(fast) == text
+    assert "  " in fast                                     # a whitespace run is still one word
+    # jieba's format, matched on the normalised text (full-width in, offsets kept).
+    assert "ＡＢＣ公司" in Taskflow("word_segmentation", mode="fast", user_dict=["abc公司 10 nt"])("在ＡＢＣ公司上班")
+    with pytest.raises(UserDictError, match="user_dict_format"):
+        Taskflow("word_segmentation", mode="fast", user_dict=items, user_dict_format="hanlp")
+    with pytest.raises(OptionError, match="entity_labels"):
+        Taskflow("word_segmentation", mode="fast", entity_labels=["PER"])
 
 
 def test_a_broken_jieba_dictionary_is_a_manifest_error(tmp_path):

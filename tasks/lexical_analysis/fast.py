@@ -17,8 +17,13 @@ import logging
 import re
 from pathlib import Path
 
-from taskflow.errors import ManifestError
+from typing import Any
+
+from taskflow.errors import ManifestError, UserDictError
 from taskflow.task import TextTask
+
+from . import normalize, words_from_labels
+from .user_dict import UserDict, UserDictFormat
 
 __all__ = ["JiebaSegmentationTask", "build_package", "DICTIONARY"]
 
@@ -28,18 +33,28 @@ _WHITESPACE = re.compile(r"\s+")
 
 class JiebaSegmentationTask(TextTask):
     """Words by jieba (``jieba.Tokenizer.tokenize``, HMM on, as ``jieba.lcut``); whitespace runs
-    are one word each, as in the default mode, so ``"".join(words) == text``."""
+    are one word each, as in the default mode, so ``"".join(words) == text``.
+
+    ``user_dict`` / ``user_dict_format`` are the base mode's (LAC's ``花 开`` lines or jieba's
+    ``word [freq] [tag]``), applied the same way after jieba: an item found in the text (on the
+    normalised text, longest first) becomes its words, whatever jieba cut.
+    """
 
     name = "word_segmentation"   # picked by WordSegmentationTask.class_for for word_segmentation packages
     single_text_unwrapped = True
     default_batch_size = 256     # no batches to fill: texts go one by one
     runs_network = False
 
-    def __init__(self, model, *, batch_size: int | None = None):
+    def __init__(self, model, *, user_dict: Any = None, user_dict_format: str = "auto",
+                 batch_size: int | None = None):
         super().__init__(model, batch_size=batch_size)
         name = self.manifest.get("dictionary")
         if not name:
             raise ManifestError(f"model {model.name!r}: a jieba package names its 'dictionary' file")
+        if user_dict_format not in [f.value for f in UserDictFormat]:
+            raise UserDictError(f"user_dict_format must be one of 'auto', 'lac', 'jieba'; got {user_dict_format!r}")
+        self.user_dict = None if user_dict is None else UserDict.load(user_dict, format=user_dict_format,
+                                                                        normalize=normalize)
         self.tokenizer = _tokenizer(model.path(name))
 
     def split(self, item: str) -> list[str]:
@@ -52,6 +67,12 @@ class JiebaSegmentationTask(TextTask):
         return [self.words(text) for text in items]
 
     def words(self, text: str) -> list[str]:
+        if self.user_dict is not None:
+            begins, tags = [False] * len(text), [""] * len(text)
+            for _, start, _ in self.tokenizer.tokenize(text):
+                begins[start] = True
+            self.user_dict.apply(normalize(text), begins, tags)
+            return [text[s:e] for s, e, _ in words_from_labels(text, begins, tags)]
         out: list[str] = []
         for word, start, _ in self.tokenizer.tokenize(text):
             if word.isspace() and out and out[-1].isspace():
