@@ -495,7 +495,8 @@ def test_the_word_vector_reader_reads_a_frozen_table_of_the_corpus_word_vectors(
     assert covered >= 3 and manifest["training"]["word_vectors"]["coverage"] == round(covered / len(vocab.word_list), 4)
 
     context, question = "杭州市是浙江省的省会，位于中国东南沿海。西湖在杭州市的西面。", "浙江省的省会是哪里？"
-    prepared = prepare(context, question, vocab)
+    assert prepare(context, question, vocab).word_ids is None        # a char-only reader is not fed them
+    prepared = prepare(context, question, vocab, word_ids=True)
     assert prepared.word_ids[0] == prepared.word_ids[2] == vocab.words["杭州市"] + 1 and prepared.word_ids[3] == 0
     assert prepared.question_word_ids[:3].tolist() == [vocab.words["浙江省"] + 1] * 3
     qa = Taskflow("reading_comprehension", task_path=package, top_k=3)

@@ -39,7 +39,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from taskflow.errors import ManifestError, UserDictError
+from taskflow.errors import ManifestError
 from taskflow.model import register_network
 from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
@@ -47,7 +47,7 @@ from taskflow.task import TextTask
 from taskflow.text import Normalizer
 
 from .dictionary import WordDictionary
-from .user_dict import UserDict, UserDictFormat
+from .user_dict import UserDict, load_user_dict
 
 __all__ = [
     "LexicalStages", "LexicalAnalysisTask", "WordSegmentationTask", "POSTaggingTask",
@@ -411,14 +411,9 @@ class LexicalAnalysisTask(LexicalStages):
 
     def __init__(self, model, *, user_dict: Any = None, user_dict_format: str = "auto", **base):
         super().__init__(model, **base)
-        if user_dict_format not in [f.value for f in UserDictFormat]:
-            raise UserDictError(f"user_dict_format must be one of 'auto', 'lac', 'jieba'; got {user_dict_format!r}")
-        self.user_dict = None
-        if user_dict is not None:
-            from .data import JIEBA_TO_LAC
+        from .data import JIEBA_TO_LAC
 
-            self.user_dict = UserDict.load(user_dict, format=user_dict_format, normalize=self.normalize,
-                                           tag_map=JIEBA_TO_LAC)
+        self.user_dict = load_user_dict(user_dict, user_dict_format, normalize=self.normalize, tag_map=JIEBA_TO_LAC)
 
     def join(self, item, results, units):
         return self.format_result(item, self.lac_words(item, results, units, self.user_dict))

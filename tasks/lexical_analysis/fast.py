@@ -14,21 +14,18 @@ from __future__ import annotations
 
 import gzip
 import logging
-import re
 from pathlib import Path
-
 from typing import Any
 
-from taskflow.errors import ManifestError, UserDictError
+from taskflow.errors import ManifestError
 from taskflow.task import TextTask
 
 from . import normalize, words_from_labels
-from .user_dict import UserDict, UserDictFormat
+from .user_dict import load_user_dict
 
 __all__ = ["JiebaSegmentationTask", "build_package", "DICTIONARY"]
 
 DICTIONARY = "dict.txt.gz"
-_WHITESPACE = re.compile(r"\s+")
 
 
 class JiebaSegmentationTask(TextTask):
@@ -42,7 +39,6 @@ class JiebaSegmentationTask(TextTask):
 
     name = "word_segmentation"   # picked by WordSegmentationTask.class_for for word_segmentation packages
     single_text_unwrapped = True
-    default_batch_size = 256     # no batches to fill: texts go one by one
     runs_network = False
 
     def __init__(self, model, *, user_dict: Any = None, user_dict_format: str = "auto",
@@ -51,20 +47,11 @@ class JiebaSegmentationTask(TextTask):
         name = self.manifest.get("dictionary")
         if not name:
             raise ManifestError(f"model {model.name!r}: a jieba package names its 'dictionary' file")
-        if user_dict_format not in [f.value for f in UserDictFormat]:
-            raise UserDictError(f"user_dict_format must be one of 'auto', 'lac', 'jieba'; got {user_dict_format!r}")
-        self.user_dict = None if user_dict is None else UserDict.load(user_dict, format=user_dict_format,
-                                                                        normalize=normalize)
+        self.user_dict = load_user_dict(user_dict, user_dict_format, normalize=normalize)
         self.tokenizer = _tokenizer(model.path(name))
 
-    def split(self, item: str) -> list[str]:
-        return [item]      # no window: jieba reads any length
-
-    def unit_length(self, unit: str) -> int:
-        return len(unit)
-
     def run_items(self, items: list[str]) -> list[list[str]]:
-        return [self.words(text) for text in items]
+        return [self.words(text) for text in items]     # no windows, no batches: jieba reads any length
 
     def words(self, text: str) -> list[str]:
         if self.user_dict is not None:

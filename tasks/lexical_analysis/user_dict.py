@@ -153,6 +153,15 @@ class UserDict:
                 i += 1
 
 
+def load_user_dict(source: Any, format: str, *, normalize: Callable[[str], str],
+                   tag_map: dict[str, str] | None = None) -> "UserDict | None":
+    """The lexical tasks' ``user_dict`` / ``user_dict_format`` options: ``None`` without a
+    dictionary, but a format that is not one of ours is an error either way."""
+    if format not in [f.value for f in UserDictFormat]:
+        raise UserDictError(f"user_dict_format must be one of 'auto', 'lac', 'jieba'; got {format!r}")
+    return None if source is None else UserDict.load(source, format=format, normalize=normalize, tag_map=tag_map)
+
+
 def _split_part(part: str, number: int, source: str) -> tuple[str, str | None]:
     if "/" not in part or part == "/":
         return part, None

@@ -152,17 +152,23 @@ class ReadingComprehensionTask(MultiTextTask):
         specs = [InputSpec("context_ids", "int64", (self.batch_size, width)),
                  InputSpec("context_features", "float32", (self.batch_size, width, len(FEATURES))),
                  InputSpec("question_ids", "int64", (self.batch_size, self.max_question_len))]
-        if self.manifest.get("architecture", {}).get("word_dim"):     # a reader of word vectors (model.py)
+        if self.reads_words:
             specs += [InputSpec("context_word_ids", "int64", (self.batch_size, width)),
                       InputSpec("question_word_ids", "int64", (self.batch_size, self.max_question_len))]
         return specs
+
+    @property
+    def reads_words(self) -> bool:
+        """Whether the network reads word vectors too (model.py's ``word_dim``): two more feeds."""
+        return bool(self.manifest.get("architecture", {}).get("word_dim"))
 
     # --------------------------------------------------------------- inputs
     def check_item(self, item: Any, index: int | None) -> Item:
         return Item(*super().check_item(item, index))
 
     def split(self, item: Item) -> list[Window]:
-        prepared = prepare(item.context, item.question, self.vocab, self.max_question_len, normalize=self.normalize)
+        prepared = prepare(item.context, item.question, self.vocab, self.max_question_len, normalize=self.normalize,
+                           word_ids=self.reads_words)
         return [Window(prepared, a, b) for a, b in windows(len(item.context), self.max_seq_len, self.doc_stride)]
 
     def unit_length(self, unit: Window) -> int:

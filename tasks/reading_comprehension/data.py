@@ -80,8 +80,9 @@ class Prepared:
     char_ids: np.ndarray      # [len(context)] int64
     features: np.ndarray      # [len(context), len(FEATURES)] float32
     question_ids: np.ndarray  # [<= max_question_len] int64, at least one id
-    word_ids: np.ndarray           # [len(context)] int64: per char, its (multi-char) word's id, 0 for none
-    question_word_ids: np.ndarray  # [len(question_ids)] int64, the same for the question's chars
+    # Only for a reader of word vectors (prepare's word_ids=True), None otherwise:
+    word_ids: np.ndarray | None = None           # [len(context)] int64: per char, its (multi-char) word's id, 0 for none
+    question_word_ids: np.ndarray | None = None  # [len(question_ids)] int64, the same for the question's chars
 
 
 def _word_features(words: list[str], n: int, question_words: set[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -122,9 +123,11 @@ def segment_context(context: str, vocab: Vocab) -> list[str]:
 
 
 def prepare(context: str, question: str, vocab: Vocab, max_question_len: int = 64,
-            context_words: list[str] | None = None, normalize: Normalizer = normalise) -> Prepared:
+            context_words: list[str] | None = None, normalize: Normalizer = normalise,
+            word_ids: bool = False) -> Prepared:
     """Ids and features of ``context`` (any length) read against ``question``;
-    ``context_words`` is :func:`segment_context` of the normalised context, if known."""
+    ``context_words`` is :func:`segment_context` of the normalised context, if known;
+    ``word_ids``: also each char's word id, for a reader of word vectors (model.py)."""
     context, question = normalize(context), normalize(question)
     question = "".join(question.split())[:max_question_len] or question[:max_question_len]
     n = len(context)
@@ -153,9 +156,12 @@ def prepare(context: str, question: str, vocab: Vocab, max_question_len: int = 6
     features[:, 6], features[:, 7:11] = _word_features(words, n, q_words)
     features[:, 11] = punct
     question_ids = np.asarray(vocab.ids(question) or [UNK], dtype=np.int64)
-    question_word_ids = _word_ids(q_segmented, len(question), vocab) if question else np.zeros(1, dtype=np.int64)
-    return Prepared(context, np.asarray(vocab.ids(context), dtype=np.int64), features, question_ids,
-                    _word_ids(words, n, vocab), question_word_ids)
+    prepared = Prepared(context, np.asarray(vocab.ids(context), dtype=np.int64), features, question_ids)
+    if word_ids:
+        prepared.word_ids = _word_ids(words, n, vocab)
+        prepared.question_word_ids = (_word_ids(q_segmented, len(question), vocab) if question
+                                      else np.zeros(1, dtype=np.int64))
+    return prepared
 
 
 def _pieces(text: str, size: int = 2000) -> list[str]:
@@ -197,26 +203,28 @@ def encode(units: Sequence[tuple[Prepared, int, int]]) -> dict[str, np.ndarray]:
     """The network's feeds for windows ``(prepared, start, end)``.
 
     ``context_ids`` [B, 1 + T]: NULL, then the window's char ids, 0-padded;
-    ``context_features`` [B, 1 + T, F]; ``question_ids`` [B, Q], 0-padded; ``context_word_ids``
-    [B, 1 + T] and ``question_word_ids`` [B, Q], each char's word id (fed to networks that read
-    word vectors; the others' input specs leave them out).
+    ``context_features`` [B, 1 + T, F]; ``question_ids`` [B, Q], 0-padded; and when the windows
+    were prepared with word ids, ``context_word_ids`` [B, 1 + T] and ``question_word_ids`` [B, Q].
     """
     width = 1 + max(end - start for _, start, end in units)
     q_width = max(len(p.question_ids) for p, _, _ in units)
     context_ids = np.zeros((len(units), width), dtype=np.int64)
     features = np.zeros((len(units), width, len(FEATURES)), dtype=np.float32)
     question_ids = np.zeros((len(units), q_width), dtype=np.int64)
-    context_word_ids = np.zeros((len(units), width), dtype=np.int64)
-    question_word_ids = np.zeros((len(units), q_width), dtype=np.int64)
     for row, (p, start, end) in enumerate(units):
         context_ids[row, 0] = NULL
         context_ids[row, 1:1 + end - start] = p.char_ids[start:end]
         features[row, 1:1 + end - start] = p.features[start:end]
         question_ids[row, :len(p.question_ids)] = p.question_ids
-        context_word_ids[row, 1:1 + end - start] = p.word_ids[start:end]
-        question_word_ids[row, :len(p.question_word_ids)] = p.question_word_ids
-    return {"context_ids": context_ids, "context_features": features, "question_ids": question_ids,
-            "context_word_ids": context_word_ids, "question_word_ids": question_word_ids}
+    feeds = {"context_ids": context_ids, "context_features": features, "question_ids": question_ids}
+    if units[0][0].word_ids is not None:
+        context_word_ids = np.zeros((len(units), width), dtype=np.int64)
+        question_word_ids = np.zeros((len(units), q_width), dtype=np.int64)
+        for row, (p, start, end) in enumerate(units):
+            context_word_ids[row, 1:1 + end - start] = p.word_ids[start:end]
+            question_word_ids[row, :len(p.question_word_ids)] = p.question_word_ids
+        feeds.update(context_word_ids=context_word_ids, question_word_ids=question_word_ids)
+    return feeds
 
 
 def best_spans(p_start: np.ndarray, p_end: np.ndarray, length: int, max_answer_len: int,

@@ -161,7 +161,8 @@ def hold_out(rows: list[dict], questions: int, seed: int) -> tuple[list[dict], l
 class Examples:
     """Questions with their prepared contexts (features computed once, windows drawn per epoch)."""
 
-    def __init__(self, rows: list[dict], vocab: Vocab, max_question_len: int, words_cache: dict):
+    def __init__(self, rows: list[dict], vocab: Vocab, max_question_len: int, words_cache: dict,
+                 word_ids: bool = False):
         self.rows = rows
         self.prepared = []
         for row in rows:
@@ -169,7 +170,7 @@ class Examples:
             if context not in words_cache:
                 words_cache[context] = segment_context(context, vocab)
             self.prepared.append(prepare(row["context"], row["question"], vocab, max_question_len,
-                                         context_words=words_cache[context]))
+                                         context_words=words_cache[context], word_ids=word_ids))
 
 
 def training_windows(examples: Examples, window: int, neg_rate: float, rng: random.Random,
@@ -451,8 +452,10 @@ def main(argv=None) -> int:
     log(f"vocabulary: {len(vocab.char_list)} chars, {len(vocab.segmenter.logp)} words ({time.time() - started:.0f}s)")
 
     words_cache: dict = {}
-    train = Examples(train_rows, vocab, args.max_question_len, words_cache)
-    selection = Examples(selection_rows, vocab, args.max_question_len, words_cache)
+    def examples(rows):      # each char's word id too, when the network reads word vectors
+        return Examples(rows, vocab, args.max_question_len, words_cache, word_ids=args.word_vectors)
+
+    train, selection = examples(train_rows), examples(selection_rows)
     log(f"prepared features in {time.time() - started:.0f}s")
 
     joint = args.span_loss != "independent"
@@ -506,11 +509,11 @@ def main(argv=None) -> int:
         selected = predict(network, selection, args.max_seq_len, args.doc_stride, args.max_answer_len,
                            length_prior=length_prior)
         metrics = {"selection": {"file": selection_name, **figures(selection_rows, selected)},
-                   "report": {name: score(network, Examples(rows, vocab, args.max_question_len, words_cache), args,
+                   "report": {name: score(network, examples(rows), args,
                                           length_prior) for name, rows in reports.items()}}
         null_fields = {}
         if args.unanswerable:
-            unanswerable = Examples(read_unanswerable(args.unanswerable), vocab, args.max_question_len, words_cache)
+            unanswerable = examples(read_unanswerable(args.unanswerable))
             refused = predict(network, unanswerable, args.max_seq_len, args.doc_stride, args.max_answer_len,
                               length_prior=length_prior)
             answered = [(s, n, f1_score(r["answers"], a)) for r, (a, s, n) in zip(selection_rows, selected)]
