@@ -162,6 +162,44 @@ def test_bi_encoder_returns_embeddings_static_equal_to_dynamic(tiny_siamese):
     np.testing.assert_allclose(again[0]["embedding1"], static[0]["embedding1"], atol=1e-5)
 
 
+def test_overlap_features_are_symmetric_padding_free_and_see_the_order_of_shared_chars():
+    import paddle
+
+    from taskflow.tasks.text_similarity.model import OVERLAP_FEATURES, overlap_features
+
+    ids = {c: i for i, c in enumerate("__北京到上海的票多少钱机", start=0)}
+
+    def side(*texts, width=None):
+        width = width or max(map(len, texts))
+        rows = [[ids[c] for c in text] + [0] * (width - len(text)) for text in texts]
+        return paddle.to_tensor(rows, dtype="int64")
+
+    a = ["北京到上海的票多少钱", "北京到上海的票多少钱", "北京到上海的票多少钱"]
+    b = ["北京到上海的票多少钱", "上海到北京的票多少钱", "北京到上海的机票多少钱"]
+    forward = overlap_features(side(*a), side(*a), side(*b), side(*b)).numpy()
+    backward = overlap_features(side(*b), side(*b), side(*a), side(*a)).numpy()
+    assert forward.shape == (3, OVERLAP_FEATURES)
+    np.testing.assert_allclose(forward, backward, atol=1e-6)
+    padded = overlap_features(side(*a, width=16), side(*a, width=16), side(*b, width=20), side(*b, width=20))
+    np.testing.assert_allclose(padded.numpy(), forward, atol=1e-6)
+    same, swapped, one_more = forward
+    in_order = [6, 7]                                  # mean and minimum of the in-order share
+    assert same[in_order].tolist() == [1.0, 1.0] and (swapped[in_order] < 0.9).all()
+    assert same[0] == swapped[0] == 1.0 and one_more[0] < 1.0      # every char shared / one not
+
+
+@pytest.mark.parametrize("static", [True, False])
+def test_a_bi_encoder_with_overlap_features_is_symmetric_and_padding_free(tmp_path, static):
+    package = make_tiny_similarity(tmp_path / "overlap", kind="siamese_overlap")
+    flow = Taskflow("text_similarity", task_path=package, batch_size=64, static=static)
+    forward = flow(PAIRS)
+    np.testing.assert_allclose(_scores(forward), _scores(flow([[b, a] for a, b in PAIRS])), atol=1e-6)
+    padded = flow([PAIRS[1], ["这家酒店很干净，服务也好" * 2, "好"]])[0]["similarity"]
+    assert math.isclose(forward[1]["similarity"], padded, abs_tol=1e-5)
+    other = Taskflow("text_similarity", task_path=package, static=not static)(PAIRS)
+    np.testing.assert_allclose(_scores(forward), _scores(other), atol=1e-5)
+
+
 def test_results_render_as_an_escaped_table(flow):
     page = flow([["<script>alert(1)</script>", "a & b"], PAIRS[0]])._repr_html_()
     assert "<table" in page and "<script>" not in page

@@ -124,9 +124,9 @@ def test_a_bigru_beside_the_cnn_is_padding_invariant_and_exports(tmp_path):
     assert [r["scores"] for r in dynamic] == [pytest.approx(r["scores"], abs=1e-5) for r in batched]
 
 
-def test_negation_scope_gives_the_chars_after_a_negator_weights_of_their_own():
-    """--negation-window: 好 after 不 (up to a clause break) is not the 好 of 很好; the wide model
-    looks its n-grams up in a table of their own."""
+def test_negation_scope_swaps_the_wide_weights_of_the_chars_after_a_negator():
+    """--negation-window: 好 after 不 (up to a clause break) weighs as the 好 of 很好 with the labels
+    swapped, before any negated example is seen; a correction table can undo the swap (不过)."""
     import paddle
 
     from taskflow.tasks.text_classification.model import SentimentNet
@@ -143,30 +143,94 @@ def test_negation_scope_gives_the_chars_after_a_negator_weights_of_their_own():
 
     assert net.negated(encode("不好吃吃", "不,好吃", "很好不好")).numpy().tolist() == [
         [0, 1, 1, 0], [0, 0, 0, 0], [0, 0, 0, 1]]
+    assert not net.wide_negated.weight.numpy().any()      # the correction starts at zero
     for name, weight in net.named_parameters():
-        if name.startswith("wide_"):
+        if name.startswith("wide_") and name != "wide_negated.weight":
             weight.set_value(np.zeros(weight.shape, dtype="float32"))
     uni = net.wide_uni.weight.numpy()
     uni[ids["好"]] = [0.0, 5.0]                       # 好 alone: praise
     net.wide_uni.weight.set_value(uni)
     praise, negated = net.wide_logits(encode("很好", "不好")).numpy()
-    assert praise[1] - praise[0] > 1 and negated[1] == negated[0]     # 不好's 好 is not looked up there
-    net.wide_negated.weight.set_value(np.tile(np.array([[3.0, 0.0]], dtype="float32"), [64, 1]))
+    broken = net.wide_logits(encode("不,好")).numpy()[0]
+    assert praise[1] - praise[0] > 1 and negated[0] - negated[1] > 1   # 不好: a complaint, never taught
+    assert broken[1] - broken[0] > 1                                    # a clause break ends the scope
+    net.wide_negated.weight.set_value(np.tile(np.array([[-5.0, 5.0]], dtype="float32"), [64, 1]))
     negated = net.wide_logits(encode("不好")).numpy()[0]
-    assert negated[0] > negated[1]
+    assert negated[1] > negated[0]                                      # the correction undoes the swap
 
 
-def test_a_negation_scope_model_trains_and_exports(tmp_path):
+def test_a_negator_inside_an_exception_word_negates_nothing():
+    """不过 (but) and 不得不 (have to) hold 不 and negate nothing; 不 elsewhere still does."""
+    import paddle
+
+    from taskflow.tasks.text_classification.model import SentimentNet
+
+    vocab = ["[PAD]", "[UNK]", "不", "过", "得", "好", "说"]
+    ids = {c: i for i, c in enumerate(vocab)}
+    net = SentimentNet(len(vocab), embed_dim=4, bigram_buckets=0, conv_channels=2, max_kernel=1,
+                       negator_ids=[ids["不"]], negation_window=2,
+                       negation_exception_ids=[[ids[c] for c in "不过"], [ids[c] for c in "不得不"]])
+    rows = [[ids[c] for c in text] for text in ("不过好好好", "不得不说好", "好不好过好")]
+    assert net.negated(paddle.to_tensor(rows, dtype="int64")).numpy().tolist() == [
+        [0, 0, 0, 0, 0], [0, 0, 0, 0, 0], [0, 0, 1, 1, 0]]
+
+
+def test_polarity_head_flips_a_words_polarity_in_a_negators_scope_and_weighs_the_clause_after_but():
+    """--polarity-head: a char's polarity counts with the opposite sign after a negator whose gate
+    opens (and as it is when the gate shuts), and attention after 但 outweighs what came before."""
+    import paddle
+
+    from taskflow.tasks.text_classification.model import SentimentNet
+
+    vocab = ["[PAD]", "[UNK]", "不", "很", "好", "差", ",", "但"]
+    ids = {c: i for i, c in enumerate(vocab)}
+    net = SentimentNet(len(vocab), embed_dim=4, bigram_buckets=0, conv_channels=2, max_kernel=1, dropout=0.0,
+                       negator_ids=[ids["不"]], clause_break_ids=[ids[","]], negation_window=2,
+                       polarity_head=True, contrast_ids=[[ids["但"]]])
+    net.eval()
+
+    def polarity(*texts, gate=10.0, bonus=0.0):
+        net.flip_gate.bias.set_value(np.array([gate], dtype="float32"))
+        net.contrast_bonus.set_value(np.array([bonus], dtype="float32"))
+        x = paddle.to_tensor([[ids[c] for c in text] for text in texts], dtype="int64")
+        mask = (x > 0).astype("float32").unsqueeze(-1)
+        plain = net.char_emb(x) * mask
+        convolved = paddle.zeros([x.shape[0], x.shape[1], 2])     # attention even, the gate its bias alone
+        return net.polarity(x, plain, convolved, mask).numpy()[:, 0]
+
+    # The lexicon reads one embedding column: 好 +1, 差 -1, everything else 0.
+    table = np.zeros((len(vocab), 4), dtype="float32")
+    table[ids["好"], 0], table[ids["差"], 0] = 1.0, -1.0
+    net.char_emb.weight.set_value(table)
+    net.lexicon.weight.set_value(np.array([[1.0], [0], [0], [0]], dtype="float32"))
+    net.lexicon.bias.set_value(np.zeros([1], dtype="float32"))
+    net.flip_gate.weight.set_value(np.zeros([2, 1], dtype="float32"))
+    good, not_good, not_bad = polarity("很好", "不好", "不差")
+    assert good > 0 and not_good < 0 and not_bad > 0
+    assert polarity("不,好")[0] > 0                                  # a clause break ends the scope
+    assert polarity("不好", gate=-10.0)[0] > 0                        # a shut gate leaves 好 as it is
+    assert net.after_contrast(paddle.to_tensor([[ids[c] for c in "好但差差"]], dtype="int64")).numpy().tolist() \
+        == [[0.0, 1.0, 1.0, 1.0]]
+    even, after_but = polarity("好好但差")[0], polarity("好好但差", bonus=5.0)[0]
+    assert even > 0 > after_but                                      # 但 hands the verdict to 差
+
+
+@pytest.mark.parametrize("head", [(), ("--polarity-head",)], ids=["scope", "polarity_head"])
+def test_a_negation_scope_model_trains_and_exports(tmp_path, head):
     train_file = write_csv(tmp_path / "train.csv", ["text", "label"],
                            [(("不" if i % 3 == 0 else "") + text, label) for i, (text, label) in enumerate(reviews(3, 90))])
     out = tmp_path / "neg"
     manifest = train("text_classification", "--train", str(train_file), "--out", str(out), "--epochs", "2",
-                     "--negation-window", "3", "--quiet", *TINY_CNN)
+                     "--negation-window", "3", *head, "--quiet", *TINY_CNN)
     assert manifest["architecture"]["negation_window"] == 3 and len(manifest["architecture"]["negator_ids"]) == 1
+    assert manifest["architecture"].get("polarity_head", False) == bool(head)
     texts = ["不" + text for text, _ in reviews(4, 6)]
-    static = Taskflow("text_classification", task_path=out, return_all_scores=True)(texts)
+    static = Taskflow("text_classification", task_path=out, return_all_scores=True, batch_size=8)
+    scores = static(texts)
     dynamic = Taskflow("text_classification", task_path=out, return_all_scores=True, static=False)(texts)
-    assert [r["scores"] for r in dynamic] == [pytest.approx(r["scores"], abs=1e-5) for r in static]
+    assert [r["scores"] for r in dynamic] == [pytest.approx(r["scores"], abs=1e-5) for r in scores]
+    padded = static(texts + [texts[0] * 20])[:-1]      # padding changes nothing (the head's softmax too)
+    assert [r["scores"] for r in padded] == [pytest.approx(r["scores"], abs=1e-5) for r in scores]
 
 
 def test_text_classification_needs_a_trained_model():

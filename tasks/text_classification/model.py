@@ -21,11 +21,26 @@ With ``rnn_size > 0`` the deep part also reads the char + bigram features in ord
 whether 一点也不 scopes over the adjective after it, or the clause after 但是 decides, is order.
 
 With ``negator_ids`` (the char ids of 不, 没, 无...), the chars within ``negation_window`` after a
-negator, up to a clause break (``clause_break_ids``), are read as negated: their wide n-grams look up
-weights of their own (``wide_negated``: 不难吃's 难吃 is not the 难吃 of 很难吃, which the reviews
-teach is a complaint), and the deep part adds a learnt vector to their char embeddings.  The classic
-NOT_ marking of sentiment analysis (Das & Chen 2001; Pang et al. 2002), done inside the network from
-the char ids.
+negator, up to a clause break (``clause_break_ids``), are read as negated: the classic NOT_ marking of
+sentiment analysis (Das & Chen 2001; Pang et al. 2002), done inside the network from the char ids.
+A negator inside one of ``negation_exception_ids`` (不过, 不仅, 没想到, 无比 ...: words that hold a
+negator's char and negate nothing) is not one.
+A wide n-gram in that scope weighs as its own weights with the labels swapped, plus a correction of
+its own (``wide_negated``, starting at zero): 难吃 is a complaint, so 不难吃 starts as praise without
+a single negated example of it, and 不过 / 不仅 learn their exceptions.  The deep part adds a learnt
+vector to the char embeddings in scope.
+
+With ``polarity_head`` (needs negators) the deep part also scores the text as a sum of word
+polarities, where negation is an operation rather than a pattern to memorise (Socher et al. 2013
+learnt such flips from a treebank; here the flip is the model's structure).  Each position has a
+polarity from its char and the bigram starting there alone (``lexicon``: what 宽敞 says wherever it
+stands, taught by every review that uses it); a negator's flip strength comes from its context
+(``flip_gate`` over the convolutions there: the 不 of 不宽敞 flips, those of 不过 / 不得不 need not);
+each position in a negator's scope has its polarity multiplied by 1 - 2 x that strength; positions
+are weighed by attention over the convolutions, plus a learnt bonus after a contrast connective
+(``contrast_ids``: 但 / 却 / 可是 / 不过; the clause after it decides).  The weighted sum is one more
+input to the output layer.  An unseen negated word then takes the opposite of the polarity its plain
+uses taught, which the n-gram and convolution parts cannot give it.
 
 Input: int64 [batch, seq_len] char ids, 0 = pad (right padding), 1 = unknown.
 Output: float32 softmax probabilities [batch, num_labels], in the order of the manifest's labels.
@@ -39,19 +54,25 @@ class SentimentNet(nn.Layer):
     def __init__(self, vocab_size, embed_dim=128, bigram_buckets=50000, trigram_buckets=0,
                  ngram_dim=64, conv_channels=192, max_kernel=5, hidden_size=0,
                  num_labels=2, dropout=0.3, wide_buckets=0, deep_weight=1.0, rnn_size=0,
-                 negator_ids=(), clause_break_ids=(), negation_window=4):
+                 negator_ids=(), clause_break_ids=(), negation_window=4, polarity_head=False,
+                 contrast_ids=(), negation_exception_ids=()):
         super().__init__()
+        if polarity_head and not negator_ids:
+            raise ValueError("polarity_head needs negator_ids")
         self.wide_buckets = wide_buckets
         self.deep_weight = deep_weight
         self.negator_ids, self.clause_break_ids = list(negator_ids), list(clause_break_ids)
         self.negation_window = negation_window
+        self.negation_exception_ids = [list(ids) for ids in negation_exception_ids]
         if wide_buckets > 0:
             self.wide_uni = nn.Embedding(vocab_size, num_labels)
             self.wide_bi = nn.Embedding(wide_buckets, num_labels)
             self.wide_tri = nn.Embedding(wide_buckets, num_labels)
             self.wide_bias = self.create_parameter([num_labels], is_bias=True)
             if self.negator_ids:
-                self.wide_negated = nn.Embedding(wide_buckets, num_labels)
+                # A correction to the swapped weights: zero until the data says otherwise.
+                self.wide_negated = nn.Embedding(wide_buckets, num_labels, weight_attr=paddle.ParamAttr(
+                    initializer=nn.initializer.Constant(0.0)))
         if self.negator_ids:
             self.negated_vec = self.create_parameter(
                 [embed_dim], default_initializer=nn.initializer.Normal(std=0.02))
@@ -75,6 +96,17 @@ class SentimentNet(nn.Layer):
         self.rnn = nn.GRU(in_dim, rnn_size, direction="bidirect") if rnn_size > 0 else None
         if rnn_size > 0:
             feat_dim += 2 * rnn_size
+        self.polarity_head = bool(polarity_head)
+        self.contrast_ids = [list(ids) for ids in contrast_ids]
+        if self.polarity_head:
+            conv_dim = conv_channels * len(self.kernels)
+            self.lexicon = nn.Linear(in_dim, 1)
+            self.attend = nn.Linear(conv_dim, 1)
+            # Flip by default (sigmoid(2) = 0.88): a negator negates unless its context says not.
+            self.flip_gate = nn.Linear(conv_dim, 1, bias_attr=paddle.ParamAttr(
+                initializer=nn.initializer.Constant(2.0)))
+            self.contrast_bonus = self.create_parameter([1], default_initializer=nn.initializer.Constant(0.0))
+            feat_dim += 1
         self.hidden = nn.Linear(feat_dim, hidden_size) if hidden_size > 0 else None
         self.dropout = nn.Dropout(dropout)
         self.out = nn.Linear(hidden_size if hidden_size > 0 else feat_dim, num_labels)
@@ -93,24 +125,64 @@ class SentimentNet(nn.Layer):
         h = paddle.remainder(h, paddle.full_like(h, buckets - 1)) + 1
         return h * valid
 
+    @staticmethod
+    def _shifted(x, k):
+        """x moved k places right along axis 1, zeros in front."""
+        return paddle.concat([paddle.zeros_like(x[:, :k]), x[:, :-k]], axis=1)
+
+    @staticmethod
+    def _any_of(input_ids, ids):
+        hit = paddle.zeros_like(input_ids)
+        for i in ids:
+            hit = hit + (input_ids == paddle.full_like(input_ids, i)).astype('int64')
+        return hit
+
+    def _scope(self, input_ids, strength):
+        """Spread ``strength`` (given at negators, [B, L], int64 or float32) over the
+        ``negation_window`` chars after each, stopping at a clause break: the sum at each position."""
+        open_ = (1 - self._any_of(input_ids, self.clause_break_ids)).astype(strength.dtype)
+        scope, unbroken = paddle.zeros_like(strength), open_
+        for k in range(1, self.negation_window + 1):
+            scope = scope + self._shifted(strength, k) * unbroken
+            unbroken = unbroken * self._shifted(open_, k)
+        return scope
+
+    def negators(self, input_ids):
+        """int64 [B, L]: 1 at a negator char that is not inside a negation exception word."""
+        negator = self._any_of(input_ids, self.negator_ids)
+        if not self.negation_exception_ids:
+            return negator
+        covered = paddle.zeros_like(input_ids)
+        for word in self.negation_exception_ids:
+            covered = covered + self._ends_at(input_ids, word, spread=True)
+        return negator * (covered == 0).astype('int64')
+
     def negated(self, input_ids):
         """int64 [B, L]: 1 where a negator stands 1 to ``negation_window`` chars before, with no
         clause break from it up to here; 0 elsewhere (and everywhere without negators)."""
-        def shifted(x, k):            # x moved k places right, zeros in front
-            return paddle.concat([paddle.zeros_like(x[:, :k]), x[:, :-k]], axis=1)
+        return (self._scope(input_ids, self.negators(input_ids)) > 0).astype('int64')
 
-        def any_of(ids):
-            hit = paddle.zeros_like(input_ids)
-            for i in ids:
-                hit = hit + (input_ids == paddle.full_like(input_ids, i)).astype('int64')
+    def _ends_at(self, input_ids, word, spread=False):
+        """int64 [B, L]: 1 at the last char of each occurrence of ``word`` (ids); with ``spread``,
+        at every char of it."""
+        hit = paddle.ones_like(input_ids)
+        for back, i in enumerate(reversed(word)):      # the word's last char here, the one before it ...
+            match = (input_ids == paddle.full_like(input_ids, i)).astype('int64')
+            hit = hit * (self._shifted(match, back) if back else match)
+        if not spread:
             return hit
+        # Move the end marks back over the word: x[t] = hit[t + k] for k < len(word).
+        covered = hit
+        for k in range(1, len(word)):
+            covered = covered + paddle.concat([hit[:, k:], paddle.zeros_like(hit[:, :k])], axis=1)
+        return covered
 
-        negator, open_ = any_of(self.negator_ids), 1 - any_of(self.clause_break_ids)
-        scope, unbroken = paddle.zeros_like(input_ids), open_
-        for k in range(1, self.negation_window + 1):
-            scope = scope + shifted(negator, k) * unbroken
-            unbroken = unbroken * shifted(open_, k)
-        return (scope > 0).astype('int64')
+    def after_contrast(self, input_ids):
+        """float32 [B, L]: 1 from the last char of a contrast connective to the end of the text."""
+        ends = paddle.zeros_like(input_ids)
+        for word in self.contrast_ids:
+            ends = ends + self._ends_at(input_ids, word)
+        return (paddle.cumsum(ends.astype('float32'), axis=1) > 0).astype('float32')
 
     def wide_logits(self, input_ids):
         """Logits of the linear n-gram model; zero-id (padding, invalid window) rows count nothing.
@@ -128,8 +200,8 @@ class SentimentNet(nn.Layer):
                 salted = paddle.remainder(ids * paddle.full_like(ids, 7919) + paddle.full_like(ids, n),
                                           paddle.full_like(ids, self.wide_buckets - 1)) + 1
                 inside = valid * negated.astype('float32').unsqueeze(-1)
-                total = total + (table(ids) * (valid - inside)).sum(axis=1) \
-                    + (self.wide_negated(salted) * inside).sum(axis=1)
+                swapped = paddle.flip(table(ids), axis=[-1]) + self.wide_negated(salted)
+                total = total + (table(ids) * (valid - inside)).sum(axis=1) + (swapped * inside).sum(axis=1)
             count = count + valid.sum(axis=1)
         return total / paddle.sqrt(paddle.clip(count, min=1.0)) + self.wide_bias
 
@@ -144,10 +216,7 @@ class SentimentNet(nn.Layer):
         mask_i = (input_ids > 0).astype('int64')
         mask = mask_i.astype('float32').unsqueeze(-1)                 # [B, L, 1]
         length = paddle.clip(mask.sum(axis=1), min=1.0)               # [B, 1]
-        chars = self.char_emb(input_ids)
-        if self.negator_ids:
-            chars = chars + self.negated(input_ids).astype('float32').unsqueeze(-1) * self.negated_vec
-        feats = [chars]
+        feats = [self.char_emb(input_ids)]
         if self.bigram_buckets > 0:
             ids2 = self._hash(input_ids, mask_i, 2, self.bigram_buckets)
             feats.append(self.bigram_emb(ids2) * (ids2 > 0).astype('float32').unsqueeze(-1))
@@ -155,16 +224,25 @@ class SentimentNet(nn.Layer):
             ids3 = self._hash(input_ids, mask_i, 3, self.trigram_buckets)
             feats.append(self.trigram_emb(ids3) * (ids3 > 0).astype('float32').unsqueeze(-1))
         x = paddle.concat(feats, axis=-1) * mask                      # zero pads: padding invariance
+        plain = x
+        if self.negator_ids:
+            # The negation vector on the char part of the features (the polarity head reads them plain).
+            negated = self.negated(input_ids).astype('float32').unsqueeze(-1) * self.negated_vec
+            x = x + paddle.concat([negated, paddle.zeros_like(x[:, :, negated.shape[-1]:])], axis=-1) * mask
         bag = x.sum(axis=1) / length                                  # fastText-style mean of n-grams
         # Channels-first (NCL) convs: NLC convs get mis-laid-out by oneDNN in Paddle Inference.
         xd = self.dropout(x).transpose([0, 2, 1])
         mask_c = mask.transpose([0, 2, 1])                            # [B, 1, L]
-        pooled = [bag]
+        pooled, convolved = [bag], []
         for conv in self.convs:
             # ReLU output >= 0, so multiplying by the mask makes the pool an exact masked max-pool.
             # adaptive_max_pool1d instead of Tensor.max: the latter's CPU backward is ~100x slower.
             h = F.relu(conv(xd)) * mask_c
+            convolved.append(h)
             pooled.append(F.adaptive_max_pool1d(h, 1).squeeze(-1))
+        if self.polarity_head:
+            pooled.append(self.polarity(input_ids, plain, paddle.concat(convolved, axis=1).transpose([0, 2, 1]),
+                                        mask))
         if self.rnn is not None:
             # Real lengths, so padding changes nothing; pads at -1e4 before the max (states can be < 0).
             states, _ = self.rnn(self.dropout(x), sequence_length=mask_i.sum(axis=1))
@@ -174,3 +252,19 @@ class SentimentNet(nn.Layer):
         if self.hidden is not None:
             z = self.dropout(F.relu(self.hidden(z)))
         return F.softmax(self.out(z), axis=-1)
+
+    def polarity(self, input_ids, plain, convolved, mask):
+        """float32 [B, 1]: the text's polarity as attention-weighted word polarities, flipped in
+        the scope of each negator by its flip strength (the module's docstring).  ``plain``: the
+        char + bigram features [B, L, D] without the negation vector, ``convolved``: the
+        convolutions [B, L, C], ``mask``: [B, L, 1]."""
+        word = self.lexicon(self.dropout(plain)).squeeze(-1)                               # [B, L]
+        negator = self.negators(input_ids).astype('float32')
+        strength = F.sigmoid(self.flip_gate(convolved).squeeze(-1)) * negator
+        flip = 1.0 - 2.0 * paddle.clip(self._scope(input_ids, strength), max=1.0)
+        mask = mask.squeeze(-1)
+        score = self.attend(convolved).squeeze(-1)
+        if self.contrast_ids:
+            score = score + self.contrast_bonus * self.after_contrast(input_ids)
+        weight = F.softmax(score * mask + (mask - 1.0) * 1e4, axis=-1)
+        return (weight * flip * word).sum(axis=1, keepdim=True)

@@ -59,6 +59,9 @@ def add_network_options(parser: argparse.ArgumentParser, *, max_len: int, min_fr
     parser.add_argument("--negation-window", type=int, default=0,
                         help="read the chars up to this many after 不/没/无 (to a clause break) as negated, with "
                              "n-gram weights of their own (model.py; 0: off; default: %(default)s)")
+    parser.add_argument("--polarity-head", action="store_true",
+                        help="also score the text as attention-weighted char polarities that "
+                             "negators flip and contrast connectives reweigh (model.py; needs --negation-window)")
     parser.add_argument("--dropout", type=float, default=dropout)
     parser.add_argument("--lr", type=float, default=lr)
     parser.add_argument("--batch-size", type=int, default=batch_size)
@@ -75,6 +78,14 @@ def add_own_data_training(parser: argparse.ArgumentParser) -> None:
 # (full-width punctuation is half-width there).  非, 别 and 未 are left out: 非常, 特别, 未来.
 NEGATORS = "不没无"
 CLAUSE_BREAKS = ",.!?;:、。~…\n"
+# Words that hold a negator's char and negate nothing after them: but, not only, regardless,
+# unexpectedly (没想到这么好吃), have to, incomparably (无比好吃), slang intensifiers (不要太好吃, 无敌),
+# beyond words (没得说), can't help (不禁), no doubt (无疑).
+NEGATION_EXCEPTIONS = ("不过", "不仅", "不但", "不光", "不只", "不止", "不管", "不论", "无论", "没想到", "不得不",
+                       "无比", "不要太", "无敌", "没得说", "不禁", "无疑")
+# Contrast connectives: the clause after one decides (polarity head).  但 covers 但是 and 但; 可 alone
+# is 可以.
+CONTRASTS = ("但", "却", "可是", "不过")
 
 
 def network_architecture(args, vocab: list[str], num_labels: int, wide_buckets: int = 0) -> dict:
@@ -89,7 +100,15 @@ def network_architecture(args, vocab: list[str], num_labels: int, wide_buckets: 
         ids = {c: i for i, c in enumerate(vocab)}
         architecture.update(negator_ids=[ids[c] for c in NEGATORS if c in ids],
                             clause_break_ids=[ids[c] for c in CLAUSE_BREAKS if c in ids],
-                            negation_window=args.negation_window)
+                            negation_window=args.negation_window,
+                            negation_exception_ids=[[ids[c] for c in word] for word in NEGATION_EXCEPTIONS
+                                                    if all(c in ids for c in word)])
+    if args.polarity_head:
+        if not args.negation_window:
+            raise SystemExit("--polarity-head needs --negation-window N")
+        ids = {c: i for i, c in enumerate(vocab)}
+        architecture.update(polarity_head=True, contrast_ids=[[ids[c] for c in word] for word in CONTRASTS
+                                                              if all(c in ids for c in word)])
     return architecture
 
 

@@ -85,6 +85,8 @@ def parse_args(argv):
     parser.add_argument("--kernel", type=int, default=3)
     parser.add_argument("--dropout", type=float, default=0.2)
     parser.add_argument("--no-exact-match", action="store_true")
+    parser.add_argument("--overlap-features", action="store_true",
+                        help="siamese: the scorer also sees how the texts overlap, and in what order (model.py)")
     parser.add_argument("--min-char", type=int, default=2)
     parser.add_argument("--min-word", type=int, default=3)
     parser.add_argument("--max-words", type=int, default=30000)
@@ -196,6 +198,8 @@ def build_network(args, vocab: Vocab):
                     "enc_layers": args.enc_layers, "kernel_size": args.kernel, "dropout": args.dropout}
     if args.arch == "match":
         architecture.update(blocks=args.blocks, exact_match=not args.no_exact_match)
+    elif args.overlap_features:
+        architecture.update(overlap_features=True)
     return architecture, build(architecture)
 
 
