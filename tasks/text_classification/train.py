@@ -96,8 +96,8 @@ def network_architecture(args, vocab: list[str], num_labels: int, wide_buckets: 
                         wide_buckets=wide_buckets, deep_weight=1.0)
     if args.rnn_size:
         architecture["rnn_size"] = args.rnn_size
+    ids = {c: i for i, c in enumerate(vocab)}
     if args.negation_window:
-        ids = {c: i for i, c in enumerate(vocab)}
         architecture.update(negator_ids=[ids[c] for c in NEGATORS if c in ids],
                             clause_break_ids=[ids[c] for c in CLAUSE_BREAKS if c in ids],
                             negation_window=args.negation_window,
@@ -106,7 +106,6 @@ def network_architecture(args, vocab: list[str], num_labels: int, wide_buckets: 
     if args.polarity_head:
         if not args.negation_window:
             raise SystemExit("--polarity-head needs --negation-window N")
-        ids = {c: i for i, c in enumerate(vocab)}
         architecture.update(polarity_head=True, contrast_ids=[[ids[c] for c in word] for word in CONTRASTS
                                                               if all(c in ids for c in word)])
     return architecture

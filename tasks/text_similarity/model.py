@@ -192,36 +192,40 @@ class Classifier(nn.Layer):
 OVERLAP_FEATURES = 9
 
 
-def _directed_overlap(a_chars, a_words, b_chars, b_words):
-    """Per pair, how ``a`` is found in ``b`` ([B] each): the share of a's chars and of its words
-    that occur in b, the number of a's chars that do not (log1p), and among adjacent chars of a
-    both found in b, the share whose first matches in b come in the same order."""
-    a_mask, b_mask = _mask(a_chars), _mask(b_chars)
+def _matches(a_ids, b_ids):
+    """[B, T, S]: 1.0 where a's id equals b's and is a real one (not pad / unknown); its transpose
+    is the same for (b, a)."""
+    return paddle.equal(a_ids.unsqueeze(2), b_ids.unsqueeze(1)).astype("float32") \
+        * (b_ids > 1).astype("float32").unsqueeze(1)
+
+
+def _directed_overlap(chars, words, a_mask):
+    """Per pair, how ``a`` is found in ``b`` ([B] each), from the char and word matches of a's
+    positions with b's (:func:`_matches`): the share of a's chars and of its words that occur in b,
+    the number of a's chars that do not (log1p), and among adjacent chars of a both found in b, the
+    share whose first matches in b come in the same order."""
     a_len = paddle.clip(a_mask.sum(axis=[1, 2]), min=1.0)
-    char_in = _in_other(a_chars, b_chars, b_mask) * a_mask                       # [B, T, 1]
-    word_in = _in_other(a_words, b_words, b_mask) * a_mask
-    missing = (a_mask - char_in).sum(axis=[1, 2])
-    # Where in b each char of a is first found (0 where nowhere: masked out below by ``char_in``).
-    same = paddle.equal(a_chars.unsqueeze(2), b_chars.unsqueeze(1)).astype("float32") \
-        * b_mask.transpose([0, 2, 1])                                            # [B, T, S]
-    first = paddle.argmax(same, axis=2).astype("float32")                        # [B, T]
-    found = char_in.squeeze(-1)
+    found = chars.max(axis=2)                                                    # [B, T]
+    missing = (a_mask.squeeze(-1) - found).sum(axis=1)
+    first = paddle.argmax(chars, axis=2).astype("float32")     # where in b; 0 where nowhere (masked by found)
     both = found[:, 1:] * found[:, :-1]
     ahead = (first[:, 1:] > first[:, :-1]).astype("float32") * both
     in_order = (ahead.sum(axis=1) + 1.0) / (both.sum(axis=1) + 1.0)              # 1.0 with no shared pairs
-    return [char_in.sum(axis=[1, 2]) / a_len, word_in.sum(axis=[1, 2]) / a_len, paddle.log1p(missing), in_order]
+    return [found.sum(axis=1) / a_len, words.max(axis=2).sum(axis=1) / a_len, paddle.log1p(missing), in_order]
 
 
 def overlap_features(a_chars, a_words, b_chars, b_words):
     """[B, OVERLAP_FEATURES], the same whichever text comes first: the mean and the minimum of
     each directed figure (:func:`_directed_overlap`) over the two directions, and the relative
     length difference."""
-    ab = _directed_overlap(a_chars, a_words, b_chars, b_words)
-    ba = _directed_overlap(b_chars, b_words, a_chars, a_words)
+    a_mask, b_mask = _mask(a_chars), _mask(b_chars)
+    chars, words = _matches(a_chars, b_chars), _matches(a_words, b_words)      # computed once, read both ways
+    ab = _directed_overlap(chars, words, a_mask)
+    ba = _directed_overlap(chars.transpose([0, 2, 1]), words.transpose([0, 2, 1]), b_mask)
     feats = []
     for x, y in zip(ab, ba):
         feats += [(x + y) * 0.5, paddle.minimum(x, y)]
-    a_len, b_len = _mask(a_chars).sum(axis=[1, 2]), _mask(b_chars).sum(axis=[1, 2])
+    a_len, b_len = a_mask.sum(axis=[1, 2]), b_mask.sum(axis=[1, 2])
     feats.append(paddle.abs(a_len - b_len) / paddle.clip(paddle.maximum(a_len, b_len), min=1.0))
     return paddle.stack(feats, axis=-1)
 
