@@ -520,7 +520,7 @@ def _cmd_download(argv: list[str]) -> int:
     # Building the pipeline once exports the static graph into the cache, next to the package.
     flow = Taskflow(args.task, model=args.model, mode=args.mode, home=args.home, offline=args.offline)
     if flow.task.runs_network:      # not jieba's fast segmentation
-        flow.task.predictor
+        flow.task.predictors
         print(f"static graph: {flow.task.network_model.export_dir()}")
     return 0
 

@@ -481,16 +481,24 @@ class Predictor:
 
 # ------------------------------------------------------------- weights format
 # Weights are stored as .npz (no pickle, so loading a downloaded file cannot run
-# code), keyed by state_dict name; large embedding tables may be float16 on disk.
+# code), keyed by state_dict name; large embedding tables may be float16 on disk, and a
+# frozen one (corpus vectors the training never moves) int8, each row with its scale.
 
 # paddle.nn.GRU / LSTM / SimpleRNN register every weight under two names (``weight_ih_l0`` and
 # ``0.cell_fw.weight_ih``, one Parameter object); such a weight is stored once, and this entry
 # (a JSON object, second name -> first name) says which names share it.
 _ALIASES = "__aliases__"
+# An int8 table ``name`` is stored with ``name + _ROW_SCALE`` ([rows, 1] float32): row i is
+# ``name[i] * scale[i]``, symmetric round-to-nearest with the row's largest magnitude at 127.
+_ROW_SCALE = "@row_scale"
 
 
-def save_weights(network, path: str | os.PathLike, float16: Callable[[str], bool] = lambda name: False) -> None:
-    """Save ``network.state_dict()`` to ``path``; names for which ``float16(name)`` is true are halved.
+def save_weights(network, path: str | os.PathLike, float16: Callable[[str], bool] = lambda name: False,
+                 int8: Callable[[str], bool] = lambda name: False) -> None:
+    """Save ``network.state_dict()`` to ``path``; names for which ``float16(name)`` is true are halved,
+    2-D ones for which ``int8(name)`` is true quartered (int8 with a scale per row, see ``_ROW_SCALE``;
+    for frozen pretrained tables, where a relative error of ~0.5% per value is far below what the
+    vectors know).
 
     A parameter registered under several names is written once (see ``_ALIASES``).
     """
@@ -504,6 +512,9 @@ def save_weights(network, path: str | os.PathLike, float16: Callable[[str], bool
             aliases[name] = owner
             continue
         array = tensor.numpy()
+        if int8(name) and array.ndim == 2 and array.dtype.kind == "f":
+            arrays[name], arrays[name + _ROW_SCALE] = quantize_rows(array)
+            continue
         arrays[name] = array.astype(np.float16) if float16(name) and array.dtype == np.float32 else array
     if aliases:
         arrays[_ALIASES] = np.array(json.dumps(aliases, sort_keys=True))
@@ -513,6 +524,14 @@ def save_weights(network, path: str | os.PathLike, float16: Callable[[str], bool
     # its header first, so no member can inflate past what the network holds.
     np.savez_compressed(buffer, **arrays)
     atomic_write_bytes(path, buffer.getvalue())
+
+
+def quantize_rows(array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(int8 values, float32 [rows, 1] scales)`` with ``values * scales`` ~ ``array``."""
+    array = np.asarray(array, dtype=np.float32)
+    scales = np.abs(array).max(axis=1, keepdims=True) / 127.0
+    safe = np.where(scales > 0, scales, 1.0)
+    return np.clip(np.rint(array / safe), -127, 127).astype(np.int8), scales.astype(np.float32)
 
 
 _MAX_ALIASES_BYTES = 1 << 22   # the alias table is a few KB of JSON; more is not one save_weights wrote
@@ -549,9 +568,16 @@ def load_weights(network, path: str | os.PathLike) -> None:
         shape, dtype = headers[_ALIASES]
         if shape != () or dtype.kind != "U" or dtype.itemsize > _MAX_ALIASES_BYTES:
             raise ExportError(f"{path}: {_ALIASES} is {dtype} of shape {shape}, not the short JSON text save_weights writes")
+    scaled = {name.removesuffix(_ROW_SCALE) for name in headers if name.endswith(_ROW_SCALE)}
+    for name in scaled:
+        rows = headers.get(name, ((0,), None))[0][:1]
+        shape, dtype = headers[name + _ROW_SCALE]
+        if name not in headers or headers[name][1] != np.int8 or shape != rows + (1,) or dtype != np.float32:
+            raise ExportError(f"{path}: {name}{_ROW_SCALE} is {dtype} of shape {shape}, not the float32 "
+                              f"[rows, 1] scales of an int8 table {name} that save_weights writes")
     with np.load(path, allow_pickle=False) as stored:
         aliases = json.loads(str(stored[_ALIASES])) if _ALIASES in headers else {}
-        available = (set(headers) - {_ALIASES}) | set(aliases)
+        available = (set(headers) - {_ALIASES} - {name + _ROW_SCALE for name in scaled}) | set(aliases)
         missing = sorted(set(expected) - available)
         unexpected = sorted(available - set(expected))
         if missing or unexpected:
@@ -564,7 +590,14 @@ def load_weights(network, path: str | os.PathLike) -> None:
                 raise ExportError(f"{path}: {name} has shape {shape}, the network expects {tuple(tensor.shape)}")
             if dtype.kind not in "biuf":
                 raise ExportError(f"{path}: {name} holds {dtype}, not numbers")
+            if dtype == np.int8 and aliases.get(name, name) not in scaled and tensor.numpy().dtype.kind == "f":
+                raise ExportError(f"{path}: {name} is stored as int8 without its {_ROW_SCALE}; "
+                                  "re-save it with save_weights")
         state = {}
         for name, tensor in expected.items():
-            state[name] = paddle.to_tensor(stored[aliases.get(name, name)].astype(str(tensor.numpy().dtype)))
+            stored_name = aliases.get(name, name)
+            array = stored[stored_name]
+            if stored_name in scaled:
+                array = array.astype(np.float32) * stored[stored_name + _ROW_SCALE]
+            state[name] = paddle.to_tensor(array.astype(str(tensor.numpy().dtype)))
     network.set_state_dict(state)

@@ -133,6 +133,12 @@ class Task:
     def predictor(self) -> Predictor:
         return self.network_model.predictor(self.input_specs())
 
+    @property
+    def predictors(self) -> list[Predictor]:
+        """Every predictor the task runs (made, and their graphs exported, on first access): its own
+        network's, and those of the readers an ensemble adds."""
+        return [self.predictor]
+
     # --------------------------------------------------------------- stages
     def check_item(self, item: Any, index: int) -> Any:
         """Validate and normalise one input item; raise a typed error naming ``index``."""

@@ -111,13 +111,14 @@ class PackageDraft:
             self._names.append(name)
         return self.folder / name
 
-    def ship_weights(self, network, float16: Callable[[str], bool], name: str = "weights.npz") -> Path:
-        """Save ``network``'s weights as they ship (``float16(name)`` ones halved) and load them
-        back into it, so that what the recipe evaluates next is exactly what ships."""
+    def ship_weights(self, network, float16: Callable[[str], bool], name: str = "weights.npz",
+                     int8: Callable[[str], bool] = lambda name: False) -> Path:
+        """Save ``network``'s weights as they ship (``float16(name)`` ones halved, ``int8(name)`` ones
+        quartered) and load them back into it, so that what the recipe evaluates next is exactly what ships."""
         from taskflow.predictor import load_weights, save_weights
 
         path = self / name
-        save_weights(network, path, float16=float16)
+        save_weights(network, path, float16=float16, int8=int8)
         load_weights(network, path)
         network.eval()
         return path

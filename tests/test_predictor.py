@@ -215,6 +215,35 @@ def test_a_weight_registered_under_two_names_is_stored_once(tmp_path):
     np.testing.assert_allclose(loaded(x)[0].numpy(), saved(x)[0].numpy(), rtol=1e-6)
 
 
+def test_an_int8_table_is_stored_with_row_scales_and_loads_back_close(tmp_path):
+    import paddle
+
+    from taskflow.errors import ExportError
+    from taskflow.predictor import load_weights, save_weights
+
+    paddle.seed(0)
+    saved = paddle.nn.Embedding(50, 16)
+    saved.weight.set_value(saved.weight.numpy() * np.linspace(0.01, 3.0, 50, dtype="float32")[:, None])
+    save_weights(saved, tmp_path / "w.npz", int8=lambda name: name == "weight")
+    with np.load(tmp_path / "w.npz") as stored:
+        assert stored["weight"].dtype == np.int8 and stored["weight@row_scale"].shape == (50, 1)
+    loaded = paddle.nn.Embedding(50, 16)
+    load_weights(loaded, tmp_path / "w.npz")
+    original, back = saved.weight.numpy(), loaded.weight.numpy()
+    assert back.dtype == np.float32
+    # Every value within half a step of its row's scale (the largest magnitude / 127), small rows too.
+    step = np.abs(original).max(axis=1, keepdims=True) / 127
+    assert np.all(np.abs(back - original) <= step / 2 + 1e-7)
+    # An int8 table without its scales, or scales of another shape, is refused before loading.
+    with np.load(tmp_path / "w.npz") as stored:
+        table, scales = stored["weight"], stored["weight@row_scale"]
+    np.savez(tmp_path / "bare.npz", weight=table)
+    np.savez(tmp_path / "bent.npz", **{"weight": table, "weight@row_scale": scales[:10]})
+    for name, message in (("bare.npz", "without its @row_scale"), ("bent.npz", "not the float32")):
+        with pytest.raises(ExportError, match=message):
+            load_weights(paddle.nn.Embedding(50, 16), tmp_path / name)
+
+
 def test_changed_network_code_gets_a_fresh_export(tiny_sentiment, tmp_path, monkeypatch):
     # Same weights, different network source (a taskflow upgrade): the old program must not be reused.
     flow = Taskflow("sentiment_analysis", task_path=tiny_sentiment, home=tmp_path)

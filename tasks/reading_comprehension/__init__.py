@@ -55,7 +55,8 @@ from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
 from taskflow.task import MultiTextTask, bool_option, int_option, number_option
 
-from .data import FEATURES, Prepared, Vocab, best_spans, encode, merge, no_answer_score, prepare, windows
+from .data import (FEATURES, Prepared, Vocab, encode, mean_span_scores, merge, no_answer_score, prepare, span_scores,
+                   top_spans, windows)
 
 __all__ = ["ReadingComprehensionTask"]
 
@@ -67,9 +68,51 @@ class Item(NamedTuple):
 
 
 class Window(NamedTuple):
-    prepared: Prepared
+    prepared: tuple[Prepared, ...]   # the context read by each reader (its vocabulary, its features)
     start: int
     end: int
+
+
+class Reader:
+    """One network that reads the windows: the package's own, or an ensemble member it requires.
+    Each has its vocabulary, normalisation, feeds and decoding (its length scorer or prior)."""
+
+    def __init__(self, model, role: str = ""):
+        manifest = model.manifest
+        self.role = role        # "" for the package's own reader, else its role in the package's requires
+        if list(manifest.get("features", FEATURES)) != list(FEATURES):
+            raise ManifestError(f"model {manifest.name!r} was trained with features {manifest.get('features')}; "
+                                f"this taskflow computes {list(FEATURES)}: upgrade taskflow or retrain")
+        self.model = model
+        self.max_question_len = int(manifest.get("max_question_len", 64))
+        self.length_prior = _length_prior(manifest)
+        self.joint = bool(manifest.get("architecture", {}).get("max_span"))   # a third output: length scores
+        self.outputs = 3 if self.joint else 2
+        self.reads_words = bool(manifest.get("architecture", {}).get("word_dim"))
+        self.vocab = model.vocab(Vocab.load)
+        self.normalize = model.normalizer
+        if not self.normalize.keeps_length:
+            raise ManifestError(f"model {manifest.name!r}: reading comprehension needs a normalisation that keeps "
+                                f"offsets; got {self.normalize!r}")
+
+    def prepare(self, item: Item) -> Prepared:
+        return prepare(item.context, item.question, self.vocab, self.max_question_len, normalize=self.normalize,
+                       word_ids=self.reads_words)
+
+    def input_specs(self, batch_size: int, max_seq_len: int) -> list[InputSpec]:
+        width = max_seq_len + 1
+        specs = [InputSpec("context_ids", "int64", (batch_size, width)),
+                 InputSpec("context_features", "float32", (batch_size, width, len(FEATURES))),
+                 InputSpec("question_ids", "int64", (batch_size, self.max_question_len))]
+        if self.reads_words:
+            specs += [InputSpec("context_word_ids", "int64", (batch_size, width)),
+                      InputSpec("question_word_ids", "int64", (batch_size, self.max_question_len))]
+        return specs
+
+    def span_scores(self, outputs, row: int, length: int, max_answer_len: int):
+        """``data.span_scores`` of one window from this reader's outputs for its batch."""
+        length_scores = outputs[2][row] if self.joint else self.length_prior
+        return span_scores(outputs[0][row], outputs[1][row], length, max_answer_len, length_scores)
 
 
 def _length_prior(manifest) -> np.ndarray | None:
@@ -102,6 +145,10 @@ class ReadingComprehensionTask(MultiTextTask):
         null_threshold: the margin of handle_impossible_answer, ``ln(null) - ln(best span)``
             above which the answer is ``''`` (default: the model's tuned value, else 0;
             lower says "no answer" more often).
+        ensemble: with a package whose manifest names an ``ensemble`` (readers it requires,
+            e.g. the default's word-vector reader), every reader scores every span and their
+            probabilities are averaged (default True); False runs the package's own reader
+            alone, in about half the time, with its own ``null_threshold``.
 
     >>> from taskflow import Taskflow
     >>> Taskflow("question_answering_extractive", top_k=2)(("北京是中国的首都。", "中国的首都是哪里？"))  # doctest: +SKIP
@@ -114,7 +161,7 @@ class ReadingComprehensionTask(MultiTextTask):
 
     def __init__(self, model, *, top_k: int = 1, max_answer_len: int | None = None, max_seq_len: int | None = None,
                  doc_stride: int | None = None, handle_impossible_answer: bool = False,
-                 null_threshold: float | None = None, **base):
+                 null_threshold: float | None = None, ensemble: bool = True, **base):
         super().__init__(model, **base)
         manifest = self.manifest
         self.top_k = int_option("top_k", top_k)
@@ -136,39 +183,40 @@ class ReadingComprehensionTask(MultiTextTask):
         # Bounded so exp(-threshold) stays finite; tuned values are a few units.
         self.null_threshold = number_option("null_threshold", manifest.get("null_threshold", 0.0)
                                             if null_threshold is None else null_threshold, -50.0, 50.0)
-        self.max_question_len = int(manifest.get("max_question_len", 64))
-        if list(manifest.get("features", FEATURES)) != list(FEATURES):
-            raise ManifestError(f"model {manifest.name!r} was trained with features {manifest.get('features')}; "
-                                f"this taskflow computes {list(FEATURES)}: upgrade taskflow or retrain")
-        self.length_prior = _length_prior(manifest)
-        self.vocab = model.vocab(Vocab.load)
-        self.normalize = model.normalizer
-        if not self.normalize.keeps_length:
-            raise ManifestError(f"model {manifest.name!r}: reading comprehension needs a normalisation that keeps "
-                                f"offsets; got {self.normalize!r}")
+        self.ensemble = bool_option("ensemble", ensemble)
+        roles = list(manifest.get("ensemble", [])) if self.ensemble else []
+        if not all(isinstance(role, str) for role in roles):
+            raise ManifestError(f"model {manifest.name!r}: 'ensemble' must list roles of its 'requires'; got {roles!r}")
+        self.readers = [Reader(model)] + [Reader(model.required(role), role) for role in roles]
+        own = self.readers[0]
+        self.vocab, self.normalize, self.length_prior = own.vocab, own.normalize, own.length_prior
+        self.max_question_len = own.max_question_len
+        if len(self.readers) > 1:
+            # The ensemble's own decoding figure, tuned on the averaged scores (calibrate.py).
+            threshold = manifest.get("ensemble_null_threshold", 0.0) if null_threshold is None else null_threshold
+            self.null_threshold = number_option("null_threshold", threshold, -50.0, 50.0)
 
     def input_specs(self):
-        width = self.max_seq_len + 1
-        specs = [InputSpec("context_ids", "int64", (self.batch_size, width)),
-                 InputSpec("context_features", "float32", (self.batch_size, width, len(FEATURES))),
-                 InputSpec("question_ids", "int64", (self.batch_size, self.max_question_len))]
-        if self.reads_words:
-            specs += [InputSpec("context_word_ids", "int64", (self.batch_size, width)),
-                      InputSpec("question_word_ids", "int64", (self.batch_size, self.max_question_len))]
-        return specs
+        return self.readers[0].input_specs(self.batch_size, self.max_seq_len)
+
+    @property
+    def predictors(self):
+        """The package's own predictor, then each ensemble member's (each member's export goes
+        beside its own package)."""
+        return [self.predictor] + [reader.model.predictor(reader.input_specs(self.batch_size, self.max_seq_len))
+                                   for reader in self.readers[1:]]
 
     @property
     def reads_words(self) -> bool:
-        """Whether the network reads word vectors too (model.py's ``word_dim``): two more feeds."""
-        return bool(self.manifest.get("architecture", {}).get("word_dim"))
+        """Whether the package's own network reads word vectors too (model.py's ``word_dim``): two more feeds."""
+        return self.readers[0].reads_words
 
     # --------------------------------------------------------------- inputs
     def check_item(self, item: Any, index: int | None) -> Item:
         return Item(*super().check_item(item, index))
 
     def split(self, item: Item) -> list[Window]:
-        prepared = prepare(item.context, item.question, self.vocab, self.max_question_len, normalize=self.normalize,
-                           word_ids=self.reads_words)
+        prepared = tuple(reader.prepare(item) for reader in self.readers)
         return [Window(prepared, a, b) for a, b in windows(len(item.context), self.max_seq_len, self.doc_stride)]
 
     def unit_length(self, unit: Window) -> int:
@@ -176,16 +224,36 @@ class ReadingComprehensionTask(MultiTextTask):
 
     # --------------------------------------------------------------- stages
     def preprocess(self, units):
-        return encode(units)
+        # An ensemble member's feeds go under "role/name" (names are the network's arguments).
+        feeds = encode([(unit.prepared[0], unit.start, unit.end) for unit in units])
+        for k, reader in enumerate(self.readers[1:], 1):
+            own = encode([(unit.prepared[k], unit.start, unit.end) for unit in units])
+            feeds.update((f"{reader.role}/{name}", value) for name, value in own.items())
+        return feeds
+
+    def forward(self, features):
+        """The package's own outputs, then each ensemble member's (postprocess tells them apart)."""
+        if len(self.readers) == 1:
+            return self.predictor.run(features)
+        outputs = []
+        for reader, predictor in zip(self.readers, self.predictors):
+            prefix = f"{reader.role}/" if reader.role else ""
+            outputs += predictor.run({name[len(prefix):]: value for name, value in features.items()
+                                      if name.startswith(prefix) and "/" not in name[len(prefix):]})
+        return outputs
 
     def postprocess(self, outputs, units):
-        p_start, p_end = np.asarray(outputs[0]), np.asarray(outputs[1])
-        length_scores = np.asarray(outputs[2]) if len(outputs) > 2 else None    # a joint model's own
+        outputs = [np.asarray(o) for o in outputs]
+        per_reader, start = [], 0
+        for reader in self.readers:
+            per_reader.append(outputs[start:start + reader.outputs])
+            start += reader.outputs
         results = []
         for row, unit in enumerate(units):
-            spans, null = best_spans(p_start[row], p_end[row], unit.end - unit.start, self.max_answer_len,
-                                     max(self.top_k, 1), self.length_prior if length_scores is None
-                                     else length_scores[row])
+            length = unit.end - unit.start
+            scores = [reader.span_scores(own, row, length, self.max_answer_len)
+                      for reader, own in zip(self.readers, per_reader)]
+            spans, null = top_spans(*(scores[0] if len(scores) == 1 else mean_span_scores(scores)), max(self.top_k, 1))
             results.append((unit.start, spans, null))
         return results
 

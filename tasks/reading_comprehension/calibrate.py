@@ -9,7 +9,7 @@ is the training answers' histogram (a package trained on train gets train's, whi
 start / end probabilities were fitted to; the independent start / end choice is what makes
 1.0.0's answers long, not train's lengths).
 
-**Null threshold**: for each question the reader gives its best span's score and the item's null
+**Null threshold**: for each question the reader (or the ensemble) gives its best span's score and the item's null
 score (see ``data.best_spans`` and ``data.merge``); the answer is ``''`` when ``ln(null) - ln(best)
 > null_threshold`` (``data.no_answer_score``).  The threshold is tuned on two sets together:
 
@@ -33,6 +33,10 @@ train, so its answerable set is trial, its selection set):
         --package resources/reading_comprehension/drqa_char --train ../shared/data/mrc/cmrc2018/train.json --write
     python -m taskflow.tasks.reading_comprehension.calibrate null-threshold \\
         --package resources/reading_comprehension/drqa_char --answerable ../shared/data/mrc/cmrc2018/trial.json --write
+
+A package with an ``ensemble`` (readers it requires, whose span probabilities it averages) is
+tuned as it runs by default, the ensemble, into ``ensemble_null_threshold``; ``--own-reader``
+tunes its own reader alone (``ensemble=False``) into ``null_threshold``.
 
 ``--write`` stores the figures in the package's manifest (its files stay as they are); without
 it the command only prints them.
@@ -129,19 +133,20 @@ def package_scores(task, rows: Iterable[dict]) -> list[tuple[str, float | None, 
             return (item.context[spans[0][0]:spans[0][1]], spans[0][2], null) if spans else ("", None, null)
 
     raw = BeforeTheDecision(task.model, batch_size=task.batch_size, max_answer_len=task.max_answer_len,
-                            max_seq_len=task.max_seq_len, doc_stride=task.doc_stride)
+                            max_seq_len=task.max_seq_len, doc_stride=task.doc_stride, ensemble=task.ensemble)
     items = [raw.check_item((row["context"], row["question"]), i) for i, row in enumerate(rows)]
     return raw.run_items(items)
 
 
 def tune_package(package: str | Path, answerable_rows: list[dict], unanswerable_rows: list[dict],
-                 max_f1_drop: float = 0.75) -> dict:
-    """Tune ``package``'s threshold through the product (static graph) on these rows."""
+                 max_f1_drop: float = 0.75, ensemble: bool = True) -> dict:
+    """Tune ``package``'s threshold through the product (static graph) on these rows: its
+    ensemble's (``ensemble_null_threshold``) when it has one and ``ensemble``, else its own reader's."""
     from taskflow import Taskflow
 
     from .metrics import f1_score
 
-    task = Taskflow("reading_comprehension", task_path=str(package)).task
+    task = Taskflow("reading_comprehension", task_path=str(package), ensemble=ensemble).task
     answered = package_scores(task, answerable_rows)
     refused = package_scores(task, unanswerable_rows)
     return tune_null_threshold([(score, null, f1_score(row["answers"], answer))
@@ -171,15 +176,18 @@ def main(argv: list[str] | None = None) -> int:
                       help="SQuAD-format questions the package was not trained on (e.g. its selection set)")
     null.add_argument("--unanswerable", default=str(DEFAULT_UNANSWERABLE), help="default: %(default)s")
     null.add_argument("--max-f1-drop", type=float, default=0.75, help="answerable F1 points the threshold may cost")
+    null.add_argument("--own-reader", action="store_true",
+                      help="for a package with an ensemble: tune its own reader's null_threshold, not the "
+                           "ensemble's ensemble_null_threshold")
     for command in (prior, null):
         command.add_argument("--package", required=True, help="a reading_comprehension model package (folder)")
         command.add_argument("--write", action="store_true", help="store the result in the package's manifest")
     args = parser.parse_args(argv)
     from .train import read_squad
 
-    if args.command == "length-prior":
-        from taskflow.packages import Manifest
+    from taskflow.packages import Manifest
 
+    if args.command == "length-prior":
         manifest = Manifest.load(Path(args.package) / "manifest.json")
         if manifest["architecture"].get("max_span"):
             raise SystemExit(f"{args.package} has its own length scorer (max_span); a prior would not be used")
@@ -188,11 +196,14 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(fields, ensure_ascii=False))
     else:
         answerable = [r for r in read_squad(args.answerable) if r["question"].strip() and r["answers"]]
-        tuned = tune_package(args.package, answerable, read_unanswerable(args.unanswerable), args.max_f1_drop)
+        tuned = tune_package(args.package, answerable, read_unanswerable(args.unanswerable), args.max_f1_drop,
+                             ensemble=not args.own_reader)
         tuned = {**tuned, "answerable_file": Path(args.answerable).name,
                  "unanswerable_file": Path(args.unanswerable).name}
         print(json.dumps(tuned, ensure_ascii=False, indent=1))
-        fields = {"null_threshold": tuned["null_threshold"], "null_tuning": tuned}
+        manifest = Manifest.load(Path(args.package) / "manifest.json")
+        key = "ensemble_null" if manifest.get("ensemble") and not args.own_reader else "null"
+        fields = {f"{key}_threshold": tuned["null_threshold"], f"{key}_tuning": tuned}
     if args.write:
         from taskflow.training import update_manifest
 

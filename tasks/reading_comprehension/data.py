@@ -16,7 +16,9 @@ recipe and the benchmarks, so training and inference prepare text the same way.
 * :func:`encode`: a batch of windows as the network's id and feature arrays;
   each window gets a NULL position 0, the "no answer here" slot.
 * :func:`best_spans`: a window's best answer spans from the network's start /
-  end probabilities (and a joint model's length scores), and its null score;
+  end probabilities (and a joint model's length scores), and its null score
+  (:func:`span_scores`, then :func:`top_spans`; :func:`mean_span_scores` for an
+  ensemble of readers);
   :func:`no_answer_score`: the empty answer's score with the package's ``null_threshold``.
 """
 
@@ -33,7 +35,8 @@ import numpy as np
 from taskflow.text import Normalizer, Vocab as CharWordVocab
 
 __all__ = ["PAD", "UNK", "NULL", "FEATURES", "NORMALIZATION", "normalise", "Vocab", "Prepared", "prepare",
-           "segment_context", "windows", "merge", "encode", "best_spans", "no_answer_score"]
+           "segment_context", "windows", "merge", "encode", "best_spans", "span_scores", "top_spans",
+           "mean_span_scores", "no_answer_score"]
 
 PAD, UNK, NULL = 0, 1, 2
 MAX_WORD_LENGTH = 8
@@ -230,9 +233,17 @@ def encode(units: Sequence[tuple[Prepared, int, int]]) -> dict[str, np.ndarray]:
 def best_spans(p_start: np.ndarray, p_end: np.ndarray, length: int, max_answer_len: int,
                top_k: int, length_scores: np.ndarray | None = None) -> tuple[list[tuple[int, int, float]], float]:
     """A window's ``top_k`` spans ``(start, end, score)`` (window offsets, end exclusive,
-    ``end - start <= max_answer_len``) by ``p_start[start] * p_end[end - 1]``, best first,
-    and its null score ``p_start[0] * p_end[0]``.  The probabilities include the NULL
-    position 0, so window char ``i`` is at ``i + 1``.
+    ``end - start <= max_answer_len``), best first, and its null score: :func:`top_spans` of
+    :func:`span_scores`."""
+    return top_spans(*span_scores(p_start, p_end, length, max_answer_len, length_scores), top_k)
+
+
+def span_scores(p_start: np.ndarray, p_end: np.ndarray, length: int, max_answer_len: int,
+                length_scores: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """A window's span scores and its null score ``p_start[0] * p_end[0]``.  The scores are
+    ``[i, j]``: the span from window char ``i`` to char ``i + j`` inclusive, by
+    ``p_start[i + 1] * p_end[i + j + 1]`` (the probabilities include the NULL position 0, so
+    window char ``i`` is at ``i + 1``); -1 where no span is (past the window's end).
 
     ``length_scores`` (a joint model's third output, ``[L + 1]``: index 0 the NULL span, ``k``
     a span of ``k`` chars; see ``model.py``): each span's product is weighted by
@@ -243,14 +254,16 @@ def best_spans(p_start: np.ndarray, p_end: np.ndarray, length: int, max_answer_l
     the result is exactly the 1.0.0 package's (the old formula, untouched).
     """
     if length_scores is not None:
-        return _joint_best_spans(p_start, p_end, length, max_answer_len, top_k, np.asarray(length_scores))
+        return _joint_span_scores(p_start, p_end, length, max_answer_len, np.asarray(length_scores))
     null = float(p_start[0] * p_end[0])
     if length == 0:
-        return [], null
+        return _NO_SPANS, null
     ps = np.asarray(p_start[1:1 + length], dtype=np.float64)
     pe = np.asarray(p_end[1:1 + length], dtype=np.float64)
-    span = min(max_answer_len, length)
-    return _top_spans(_span_products(ps, pe, span), top_k), null
+    return _span_products(ps, pe, min(max_answer_len, length)), null
+
+
+_NO_SPANS = np.full((0, 0), -1.0)
 
 
 def _span_products(ps: np.ndarray, pe: np.ndarray, span: int) -> np.ndarray:
@@ -262,9 +275,13 @@ def _span_products(ps: np.ndarray, pe: np.ndarray, span: int) -> np.ndarray:
     return scores
 
 
-def _top_spans(scores: np.ndarray, top_k: int) -> list[tuple[int, int, float]]:
-    span = scores.shape[1]
+def top_spans(scores: np.ndarray, null: float, top_k: int) -> tuple[list[tuple[int, int, float]], float]:
+    """The ``top_k`` spans ``(start, end, score)`` of :func:`span_scores`' matrix, best first
+    (end exclusive), and the null score as given."""
+    span = scores.shape[1] if scores.ndim == 2 else 0
     k = min(top_k, scores.size)
+    if k == 0:
+        return [], null
     flat = np.argpartition(-scores.ravel(), k - 1)[:k]
     flat = flat[np.argsort(-scores.ravel()[flat], kind="stable")]
     out = []
@@ -272,17 +289,17 @@ def _top_spans(scores: np.ndarray, top_k: int) -> list[tuple[int, int, float]]:
         i, j = divmod(int(index), span)
         if scores[i, j] >= 0:
             out.append((i, i + j + 1, float(scores[i, j])))
-    return out
+    return out, null
 
 
-def _joint_best_spans(p_start: np.ndarray, p_end: np.ndarray, length: int, max_answer_len: int, top_k: int,
-                      length_scores: np.ndarray) -> tuple[list[tuple[int, int, float]], float]:
+def _joint_span_scores(p_start: np.ndarray, p_end: np.ndarray, length: int, max_answer_len: int,
+                       length_scores: np.ndarray) -> tuple[np.ndarray, float]:
     # Shift before exp: the distribution is the same, and no length weight overflows.
     weights = np.exp(np.asarray(length_scores, dtype=np.float64) - float(np.max(length_scores)))
     null = float(p_start[0]) * float(p_end[0]) * weights[0]
     longest = min(len(weights) - 1, length)
     if longest <= 0:
-        return [], 1.0
+        return _NO_SPANS, 1.0
     ps = np.asarray(p_start[1:1 + length], dtype=np.float64)
     pe = np.asarray(p_end[1:1 + length], dtype=np.float64)
     products = _span_products(ps, pe, longest)
@@ -290,9 +307,26 @@ def _joint_best_spans(p_start: np.ndarray, p_end: np.ndarray, length: int, max_a
     scores = np.where(valid, products * weights[1:1 + longest], 0.0)
     total = null + scores.sum()
     if total <= 0:          # every probability underflowed: nothing to rank
-        return [], 1.0
+        return _NO_SPANS, 1.0
     scores = np.where(valid, scores / total, -1.0)
-    return _top_spans(scores[:, :min(max_answer_len, longest)], top_k), float(null / total)
+    return scores[:, :min(max_answer_len, longest)], float(null / total)
+
+
+def mean_span_scores(per_reader: Sequence[tuple[np.ndarray, float]]) -> tuple[np.ndarray, float]:
+    """Several readers' :func:`span_scores` of one window, averaged with equal weights: each
+    reader's scores are probabilities over the window's spans and NULL, so their mean is one
+    too.  A span one reader gives no score (beyond its longest answer) counts 0 for it; the
+    null score is the readers' mean."""
+    rows = max(scores.shape[0] for scores, _ in per_reader)
+    width = max(scores.shape[1] for scores, _ in per_reader)
+    total = np.zeros((rows, width))
+    valid = np.zeros((rows, width), dtype=bool)
+    for scores, _ in per_reader:
+        r, w = scores.shape
+        total[:r, :w] += np.maximum(scores, 0.0)
+        valid[:r, :w] |= scores >= 0
+    n = len(per_reader)
+    return np.where(valid, total / n, -1.0), sum(null for _, null in per_reader) / n
 
 
 def no_answer_score(null_score: float, null_threshold: float = 0.0) -> float:
