@@ -102,18 +102,28 @@ def main() -> None:
     command = "python benchmarks/accuracy_mrc.py --data ../shared/data/mrc/cmrc2018" + "".join(
         f" --{flag} {value}" for flag, value in [("task-path", args.task_path), ("null-threshold", args.null_threshold)]
         if value is not None)
-    threshold_source = ("--null-threshold" if args.null_threshold is not None else "the manifest's"
-                        if manifest.get("null_threshold") is not None else "none in the manifest: 0")
+    readers = flow.task.readers
+    threshold_key = "ensemble_null_threshold" if len(readers) > 1 else "null_threshold"
+    threshold_source = ("--null-threshold" if args.null_threshold is not None else f"the manifest's `{threshold_key}`"
+                        if manifest.get(threshold_key) is not None else "none in the manifest: 0")
+    # An ensemble: each reader alone too, in the same run (what the averaging buys).
+    alone = []
+    for reader in readers if len(readers) > 1 else []:
+        single = Taskflow("reading_comprehension", task_path=str(reader.model.package.directory), ensemble=False)
+        answers = [out["answer"] for out in single([{"context": r["context"], "question": r["question"]}
+                                                    for r in rows])]
+        alone.append((reader.model.manifest, evaluate(references, answers), mean(map(len, answers))))
 
     picked = [baseline(r["context"], r["question"]) for r in rows]
     base_span = evaluate(references, [a for a, _ in picked])
     base_sentence = evaluate(references, [s for _, s in picked])
-    recorded = manifest.get("metrics", {})
-    training = manifest.get("training", {})
 
+    name = " + ".join(f"`{r.model.name}` {r.model.version}" for r in readers)
     rows_out = [
-        [f"`{manifest.name}` {manifest.version} (through `Taskflow`, static graph)", f"{model['em']:.1f}",
-         f"{model['f1']:.1f}"],
+        [f"{name}{' (their mean span probabilities)' if len(readers) > 1 else ''} (through `Taskflow`, static graph)",
+         f"{model['em']:.1f}", f"{model['f1']:.1f}"],
+        *[[f"`{m.name}` {m.version} alone (answers {length:.1f} chars)", f"{score['em']:.1f}", f"{score['f1']:.1f}"]
+          for m, score, length in alone],
         ["baseline: best-overlap sentence, longest run of chars not in the question", f"{base_span['em']:.1f}",
          f"{base_span['f1']:.1f}"],
         ["baseline: the best-overlap sentence itself", f"{base_sentence['em']:.1f}", f"{base_sentence['f1']:.1f}"],
@@ -131,8 +141,8 @@ def main() -> None:
         f"The model reads windows of {flow.task.max_seq_len} chars ({flow.task.doc_stride} overlap), answers up to "
         f"{flow.task.max_answer_len} chars; the whole dev set took {seconds:.0f} s "
         f"({len(rows) / seconds:.1f} questions/s, default batch of {flow.task.batch_size} windows). "
-        f"Trained {training.get('train_minutes', '?')} min on CMRC 2018 train, step chosen on "
-        f"{training.get('selection_file', '?')} (selection F1 {recorded.get('selection', {}).get('f1', '?')}).",
+        + " ".join(f"`{r.model.name}`: trained {r.model.manifest.get('training', {}).get('train_minutes', '?')} min "
+                   f"on CMRC 2018 train, step chosen on {_selection(r.model.manifest)}." for r in readers),
         "",
         f"Answer length: its answers average {answer_len:.1f} chars, the references {reference_len:.1f} "
         f"(each question's mean over its references): {answer_len / reference_len:.2f}x.",
@@ -151,6 +161,13 @@ def main() -> None:
     else:
         update_section("mrc_accuracy", body)
     print(body)
+
+
+def _selection(manifest) -> str:
+    """Where a reader's training step was chosen, and its F1 there (the recipe's manifest)."""
+    selection = manifest.get("metrics", {}).get("selection", {})
+    where = selection.get("file") or manifest.get("training", {}).get("selection_file", "?")
+    return f"{where} (selection F1 {selection.get('f1', '?')})"
 
 
 if __name__ == "__main__":

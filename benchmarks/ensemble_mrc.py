@@ -7,8 +7,9 @@ CMRC's official EM / F1, beside each reader alone.  Equal weights: nothing is tu
     python benchmarks/ensemble_mrc.py --data ../shared/data/mrc/cmrc2018 \
         --task-path resources/reading_comprehension/drqa_char --task-path OTHER_PACKAGE
 
-A lower bound on what a joint graph would give (spans outside a reader's top ``k`` count 0 for it);
-it prints and writes nothing else: a question for the next model, not a figure of a shipped one.
+A quick lower bound for trying a pair before packaging it (spans outside a reader's top ``k``
+count 0 for it); a package's ``ensemble`` (tasks/reading_comprehension/README.md) scores every
+span of every window instead.  It prints and writes nothing else.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from taskflow import Taskflow
 from taskflow.cli import main
 from taskflow.errors import InputTypeError, InvalidInputError, OptionError
 from taskflow.tasks.reading_comprehension.data import (
-    FEATURES, Vocab, best_spans, mean_span_scores, merge, normalise, prepare, top_spans, windows)
+    FEATURES, Vocab, best_spans, ensemble_null, mean_span_scores, merge, normalise, prepare, top_spans, windows)
 from taskflow.tasks.reading_comprehension.calibrate import package_scores, tune_null_threshold
 from taskflow.tasks.reading_comprehension.metrics import em_score, evaluate, f1_score, mixed_segmentation
 
@@ -656,6 +656,12 @@ def test_mean_span_scores_average_the_readers_and_count_a_missing_span_as_zero()
     scores, null = mean_span_scores([a, b])
     np.testing.assert_allclose(scores, [[0.3, 0.05, 0.025], [0.25, -1.0, -1.0]])
     assert null == pytest.approx(0.2)
+    # An item's ensemble null: the best span (0.3) times the readers' mean odds of NULL against
+    # their own best over the item's windows (lowest null, best span): sqrt(0.1 / 0.3 * 0.2 / 0.4).
+    windows = [[(0.3, 0.1), (0.01, 0.9)], [(0.4, 0.3), (0.02, 0.2)]]
+    assert ensemble_null(windows, 0.3) == pytest.approx(0.3 * math.sqrt(0.1 / 0.3 * 0.2 / 0.4))
+    assert ensemble_null([[(0.3, 0.1)]], 0.3) == pytest.approx(0.1)          # one reader: its own null
+    assert ensemble_null([[(0.3, 0.1)], [(0.0, 1.0)]], 0.3) is None          # a reader without a span
     spans, _ = top_spans(scores, null, 10)
     assert spans == [(0, 1, pytest.approx(0.3)), (1, 2, pytest.approx(0.25)), (0, 2, pytest.approx(0.05)),
                      (0, 3, pytest.approx(0.025))]
@@ -690,11 +696,14 @@ def test_an_ensemble_scores_each_span_by_its_readers_mean_probability(tiny, join
         assert score == pytest.approx((own.get(span, 0.0) + member.get(span, 0.0)) / 2, rel=1e-6, abs=1e-12), span
     ranked = sorted(together.values(), reverse=True)
     assert list(together.values()) == ranked
-    # The null score is the readers' mean too (thresholds 0: the empty answer scores the null itself).
-    empty = lambda package: [r for r in Taskflow("reading_comprehension", task_path=package, top_k=1000,
-                                                  handle_impossible_answer=True, null_threshold=0.0)(item)[0]
-                             if r["answer"] == ""][0]["score"]
-    assert empty(ensemble_package) == pytest.approx((empty(tiny) + empty(joint_package)) / 2, rel=1e-6)
+    # "No answer" wins by the readers' mean log-margin of NULL over their own best span (thresholds
+    # 0: the empty answer scores the null itself).
+    empty = lambda package, **options: [r for r in Taskflow(
+        "reading_comprehension", task_path=package, top_k=1000, handle_impossible_answer=True, null_threshold=0.0,
+        **options)(item)[0] if r["answer"] == ""][0]["score"]
+    margin = lambda null, spans: math.log(null) - math.log(max(spans.values()))
+    expected = (margin(empty(tiny), own) + margin(empty(joint_package, max_answer_len=10), member)) / 2
+    assert math.log(empty(ensemble_package)) - math.log(ranked[0]) == pytest.approx(expected, abs=1e-5)
 
 
 def test_ensemble_false_runs_the_package_s_own_reader_exactly(tiny, ensemble_package):

@@ -55,8 +55,8 @@ from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
 from taskflow.task import MultiTextTask, bool_option, int_option, number_option
 
-from .data import (FEATURES, Prepared, Vocab, encode, mean_span_scores, merge, no_answer_score, prepare, span_scores,
-                   top_spans, windows)
+from .data import (FEATURES, Prepared, Vocab, encode, ensemble_null, mean_span_scores, merge, no_answer_score, prepare,
+                   span_scores, top_spans, windows)
 
 __all__ = ["ReadingComprehensionTask"]
 
@@ -253,12 +253,25 @@ class ReadingComprehensionTask(MultiTextTask):
             length = unit.end - unit.start
             scores = [reader.span_scores(own, row, length, self.max_answer_len)
                       for reader, own in zip(self.readers, per_reader)]
-            spans, null = top_spans(*(scores[0] if len(scores) == 1 else mean_span_scores(scores)), max(self.top_k, 1))
-            results.append((unit.start, spans, null))
+            if len(scores) == 1:
+                results.append((unit.start, *top_spans(*scores[0], max(self.top_k, 1))))
+                continue
+            # An ensemble's window also keeps each reader's own best span and null (item_null).
+            own = tuple((float(matrix.max()) if matrix.size else 0.0, null) for matrix, null in scores)
+            results.append((unit.start, *top_spans(*mean_span_scores(scores), max(self.top_k, 1)), own))
         return results
+
+    def item_null(self, results, spans, null: float) -> float:
+        """The item's null score from its windows' ``results`` and merged ``spans``: ``null`` (the
+        lowest window null) for one reader, :func:`data.ensemble_null` for an ensemble."""
+        if len(self.readers) == 1 or not spans:
+            return null
+        own = ensemble_null([[window[3][x] for window in results] for x in range(len(self.readers))], spans[0][2])
+        return null if own is None else own
 
     def join(self, item: Item, results, units):
         spans, null = merge(item.context, results, self.top_k)
+        null = self.item_null(results, spans, null)
         answers = [{"question": item.question, "answer": item.context[s:e], "start": s, "end": e, "score": score}
                    for s, e, score in spans]
         if self.handle_impossible_answer or not answers:

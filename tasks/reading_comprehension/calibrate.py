@@ -130,6 +130,7 @@ def package_scores(task, rows: Iterable[dict]) -> list[tuple[str, float | None, 
 
         def join(self, item, results, units):
             spans, null = merge(item.context, results, 1)
+            null = self.item_null(results, spans, null)
             return (item.context[spans[0][0]:spans[0][1]], spans[0][2], null) if spans else ("", None, null)
 
     raw = BeforeTheDecision(task.model, batch_size=task.batch_size, max_answer_len=task.max_answer_len,

@@ -17,8 +17,8 @@ recipe and the benchmarks, so training and inference prepare text the same way.
   each window gets a NULL position 0, the "no answer here" slot.
 * :func:`best_spans`: a window's best answer spans from the network's start /
   end probabilities (and a joint model's length scores), and its null score
-  (:func:`span_scores`, then :func:`top_spans`; :func:`mean_span_scores` for an
-  ensemble of readers);
+  (:func:`span_scores`, then :func:`top_spans`; :func:`mean_span_scores` and
+  :func:`ensemble_null` for an ensemble of readers);
   :func:`no_answer_score`: the empty answer's score with the package's ``null_threshold``.
 """
 
@@ -36,7 +36,7 @@ from taskflow.text import Normalizer, Vocab as CharWordVocab
 
 __all__ = ["PAD", "UNK", "NULL", "FEATURES", "NORMALIZATION", "normalise", "Vocab", "Prepared", "prepare",
            "segment_context", "windows", "merge", "encode", "best_spans", "span_scores", "top_spans",
-           "mean_span_scores", "no_answer_score"]
+           "mean_span_scores", "ensemble_null", "no_answer_score"]
 
 PAD, UNK, NULL = 0, 1, 2
 MAX_WORD_LENGTH = 8
@@ -316,7 +316,7 @@ def mean_span_scores(per_reader: Sequence[tuple[np.ndarray, float]]) -> tuple[np
     """Several readers' :func:`span_scores` of one window, averaged with equal weights: each
     reader's scores are probabilities over the window's spans and NULL, so their mean is one
     too.  A span one reader gives no score (beyond its longest answer) counts 0 for it; the
-    null score is the readers' mean."""
+    null score is the readers' mean (an item's "no answer" is :func:`ensemble_null`'s)."""
     rows = max(scores.shape[0] for scores, _ in per_reader)
     width = max(scores.shape[1] for scores, _ in per_reader)
     total = np.zeros((rows, width))
@@ -327,6 +327,32 @@ def mean_span_scores(per_reader: Sequence[tuple[np.ndarray, float]]) -> tuple[np
         valid[:r, :w] |= scores >= 0
     n = len(per_reader)
     return np.where(valid, total / n, -1.0), sum(null for _, null in per_reader) / n
+
+
+def ensemble_null(per_reader: Sequence[Sequence[tuple[float, float]]], best: float) -> float | None:
+    """An ensemble's null score for one item: ``per_reader[x]`` holds reader ``x``'s ``(best span
+    score, null score)`` in each window of the item, ``best`` is the ensemble's best span score.
+
+    Each reader judges "is the answer here?" against what it found itself: its margin is
+    ``ln(null) - ln(best span)`` over the item (its lowest window null, its best span, as
+    :func:`merge` takes them for one reader), and the ensemble's null score is ``best`` times
+    ``exp`` of the readers' mean margin, so "no answer" wins by that mean margin.  (The mean of
+    the null probabilities would be judged against the averaged best, which the readers'
+    agreement lifts: it says "no answer" far less often.)  ``None`` when a reader found no span
+    or gave NULL no probability, or ``best`` is 0: the caller keeps the mean null."""
+    margins = []
+    for windows in per_reader:
+        own_best = max((b for b, _ in windows), default=0.0)
+        own_null = min((n for _, n in windows), default=0.0)
+        if own_best <= 0 or own_null <= 0:
+            return None
+        margins.append(math.log(own_null) - math.log(own_best))
+    if best <= 0 or not margins:
+        return None
+    # Not capped at 1 (it is a margin carrier, not a probability): capped, an unanswerable item
+    # whose best span scores over exp(-null_threshold) could never get the empty answer.
+    # no_answer_score caps what the caller sees.
+    return best * math.exp(sum(margins) / len(margins))
 
 
 def no_answer_score(null_score: float, null_threshold: float = 0.0) -> float:
@@ -341,14 +367,15 @@ def no_answer_score(null_score: float, null_threshold: float = 0.0) -> float:
 def merge(context: str, per_window: Sequence[tuple[int, list[tuple[int, int, float]], float]],
           top_k: int) -> tuple[list[tuple[int, int, float]], float]:
     """One item's ``top_k`` answers ``(start, end, score)`` in ``context`` offsets, best first,
-    and its null score, from each window's ``(window_start, spans, null_score)``.
+    and its null score, from each window's ``(window_start, spans, null_score)`` (an ensemble's
+    windows carry a fourth field, its readers' own figures for :func:`ensemble_null`).
 
     The same span found by overlapping windows counts once, with its best score;
     whitespace at a span's ends is trimmed off.  The item's null score is the
     lowest over its windows: the window most sure it holds an answer decides.
     """
     candidates: dict[tuple[int, int], float] = {}
-    for offset, spans, _ in per_window:
+    for offset, spans, *_ in per_window:
         for start, end, score in spans:
             start, end = start + offset, end + offset
             while start < end and context[start].isspace():
@@ -357,6 +384,6 @@ def merge(context: str, per_window: Sequence[tuple[int, list[tuple[int, int, flo
                 end -= 1
             if start < end and score > candidates.get((start, end), -1.0):
                 candidates[(start, end)] = score
-    null = min((n for _, _, n in per_window), default=1.0)
+    null = min((window[2] for window in per_window), default=1.0)
     ranked = sorted(candidates.items(), key=lambda kv: (-kv[1], kv[0]))[:top_k]
     return [(s, e, score) for (s, e), score in ranked], null
