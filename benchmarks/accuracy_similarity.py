@@ -135,7 +135,7 @@ def network_scores(task, pairs, batch_size: int = 128) -> tuple[np.ndarray, int]
     scores = []
     for start in range(0, len(units), batch_size):
         scores += list(np.asarray(task.forward(task.preprocess(units[start:start + batch_size]))[0]).reshape(-1))
-    return np.array(scores), sum(a == b for a, b in units)
+    return np.array(scores), sum(u.text1 == u.text2 for u in units)
 
 
 def accuracy(scores, labels, threshold=0.5) -> float:

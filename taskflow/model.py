@@ -163,6 +163,16 @@ class Model:
                 f"{', '.join(self.requires) or 'none'}); add it to the manifest's 'requires'"
             ) from None
 
+    def ensemble(self) -> list[tuple[str, "Model"]]:
+        """``(role, model)`` for each model the manifest's ``ensemble`` lists (roles of its
+        ``requires``): networks that run beside this one on every input, their outputs combined
+        by the task (e.g. averaged probabilities); empty for a single network."""
+        roles = self.manifest.get("ensemble", [])
+        if not isinstance(roles, list) or not all(isinstance(role, str) for role in roles):
+            raise ManifestError(f"model {self.name!r}: 'ensemble' must be a list of roles of its 'requires' "
+                                f"(e.g. [\"word_reader\"]); got {roles!r}")
+        return [(role, self.required(role)) for role in roles]
+
     # ------------------------------------------------------ preprocessing
     # The package's own files, read here and nowhere else (as a tokenizer reads its vocabulary), so
     # a task never names a file: what the manifest pins is what runs.

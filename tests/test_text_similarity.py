@@ -391,3 +391,81 @@ def test_the_swap_dev_set_meets_its_contract():
     for a, b, label in [("北京到上海的高铁票多少钱", "上海到北京的高铁票多少钱", 0), ("张三欠李四", "李四欠张三", 0),
                         ("iPhone 15 Pro多少钱", "苹果15pro售价", 1), ("电脑怎么截图", "电脑怎么截屏", 1)]:
         assert (a, b, label) in {(p.text1, p.text2, p.label) for p in pairs}
+
+
+# ---------------------------------------------------------------- ensembles
+
+@pytest.fixture(scope="module")
+def ensemble_package(tiny_siamese, tmp_path_factory):
+    """The tiny bi-encoder with a cross-encoder (another network, seed, and a shorter max_length)
+    inside it as its ensemble member."""
+    import shutil
+
+    from taskflow.training import update_manifest
+
+    package = tmp_path_factory.mktemp("ensemble") / "pair"
+    shutil.copytree(tiny_siamese, package)
+    make_tiny_similarity(package / "partner", seed=1)
+    update_manifest(package / "partner", {"max_length": 6})
+    update_manifest(package, {"requires": {"partner": "./partner"}, "ensemble": ["partner"],
+                              "threshold": 0.9, "ensemble_threshold": 0.3})
+    return package
+
+
+def test_an_ensemble_averages_its_networks_probabilities(tiny_siamese, ensemble_package):
+    pairs = PAIRS + [["这家酒店很干净服务也很好", "这家酒店服务很好也很干净"]]
+    own = _scores(Taskflow("text_similarity", task_path=tiny_siamese)(pairs))
+    partner = _scores(Taskflow("text_similarity", task_path=ensemble_package / "partner")(pairs))
+    together = Taskflow("text_similarity", task_path=ensemble_package)
+    assert len(together.task.predictors) == 2
+    assert _scores(together(pairs)) == pytest.approx([(a + b) / 2 for a, b in zip(own, partner)], rel=1e-5)
+    assert own != partner
+    # Its own threshold: the mean probabilities are another score.
+    assert together.task.threshold == 0.3
+    assert [r["label"] for r in together(pairs)] == [int(s >= 0.3) for s in _scores(together(pairs))]
+    # Still symmetric, still 1.0 for texts read identically.
+    swapped = _scores(together([[b, a] for a, b in pairs]))
+    assert swapped == pytest.approx(_scores(together(pairs)), rel=1e-5)
+    assert together([["微信密码怎么改？", "微信密码怎么改"]])[0]["similarity"] == 1.0
+
+
+def test_ensemble_false_runs_the_package_s_own_network_and_embeddings_stay_its_own(tiny_siamese, ensemble_package):
+    alone = Taskflow("text_similarity", task_path=ensemble_package, ensemble=False)
+    assert alone.task.members == [] and alone.task.threshold == 0.9
+    assert _scores(alone(PAIRS)) == _scores(Taskflow("text_similarity", task_path=tiny_siamese)(PAIRS))
+    with_vectors = Taskflow("text_similarity", task_path=ensemble_package, return_embeddings=True)(PAIRS)
+    own_vectors = Taskflow("text_similarity", task_path=tiny_siamese, return_embeddings=True)(PAIRS)
+    for mine, theirs in zip(with_vectors, own_vectors):
+        assert mine["embedding1"] == pytest.approx(theirs["embedding1"], rel=1e-5)
+        assert mine["embedding2"] == pytest.approx(theirs["embedding2"], rel=1e-5)
+
+
+def test_calibrate_tunes_the_ensemble_threshold_on_the_selection_splits(ensemble_package, tmp_path):
+    import shutil
+
+    from taskflow.tasks.text_similarity.calibrate import main as calibrate
+    from taskflow.training import update_manifest
+
+    package = tmp_path / "pair"
+    shutil.copytree(ensemble_package, package)
+    update_manifest(package, {"training": {"lcqmc_dev_split": {"seed": 3, "held_out": 4}}})
+    rows = [(a, b, 1) for a, b in PAIRS] + [("明天天气怎么样", "这家酒店很干净", 0), ("服务太差了", "怎么修改微信密码", 0)]
+    for relative in ("lcqmc/dev.tsv", "bq_corpus/dev.tsv"):
+        (tmp_path / relative).parent.mkdir(parents=True)
+        (tmp_path / relative).write_text("text_a\ttext_b\tlabel\n" + "".join(f"{a}\t{b}\t{y}\n" for a, b, y in rows),
+                                         encoding="utf-8")
+    assert calibrate(["--package", str(package), "--data-dir", str(tmp_path), "--write"]) == 0
+    manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
+    tuned = manifest["ensemble_threshold"]
+    assert manifest["threshold"] == 0.9 and tuned == manifest["ensemble_threshold_tuning"]["threshold"]
+    assert manifest["ensemble_threshold_tuning"]["selection"]["lcqmc_dev_held_out"]["pairs"] == 4
+    assert manifest["ensemble_threshold_tuning"]["selection"]["bq_dev"]["pairs"] == 5
+    flow = Taskflow("text_similarity", task_path=package)
+    assert flow.task.threshold == tuned
+    # The tuned threshold is the best one on those splits: no grid point has a better mean accuracy.
+    _, held = split_lcqmc_dev(read_pairs(tmp_path / "lcqmc/dev.tsv"), 4, 3)
+    splits = [held, read_pairs(tmp_path / "bq_corpus/dev.tsv")]
+    scored = [(np.array(_scores(flow([[p.text1, p.text2] for p in pairs]))), np.array([p.label for p in pairs]))
+              for pairs in splits]
+    mean_accuracy = lambda t: np.mean([np.mean((s >= t) == (y > 0.5)) for s, y in scored])
+    assert mean_accuracy(tuned) == max(mean_accuracy(t) for t in np.round(np.arange(0.05, 0.951, 0.01), 2))

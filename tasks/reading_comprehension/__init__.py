@@ -184,10 +184,8 @@ class ReadingComprehensionTask(MultiTextTask):
         self.null_threshold = number_option("null_threshold", manifest.get("null_threshold", 0.0)
                                             if null_threshold is None else null_threshold, -50.0, 50.0)
         self.ensemble = bool_option("ensemble", ensemble)
-        roles = list(manifest.get("ensemble", [])) if self.ensemble else []
-        if not all(isinstance(role, str) for role in roles):
-            raise ManifestError(f"model {manifest.name!r}: 'ensemble' must list roles of its 'requires'; got {roles!r}")
-        self.readers = [Reader(model)] + [Reader(model.required(role), role) for role in roles]
+        self.readers = [Reader(model)] + [Reader(member, role) for role, member in
+                                          (model.ensemble() if self.ensemble else [])]
         own = self.readers[0]
         self.vocab, self.normalize, self.length_prior = own.vocab, own.normalize, own.length_prior
         self.max_question_len = own.max_question_len

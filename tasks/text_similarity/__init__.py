@@ -23,11 +23,17 @@ so swapping the texts gives the same score.  It reads each text without
 punctuation or whitespace, and only its first ``max_length`` characters (64
 for the shipped model); the result always holds your full texts.  Two texts
 it reads identically (e.g. differing only in punctuation) get similarity 1.0.
+
+A package may name an ``ensemble`` of models it requires (the default does):
+each network scores every pair with its own vocabulary and normalisation, and
+``similarity`` is the mean of their probabilities, with the manifest's
+``ensemble_threshold``; ``ensemble=False`` runs the package's own network alone.
 """
 
 from __future__ import annotations
 
 import html
+from typing import NamedTuple
 
 import numpy as np
 
@@ -40,6 +46,26 @@ from taskflow.task import MultiTextTask, bool_option, number_option
 from .features import Vocab, encode, model_text
 
 __all__ = ["TextSimilarityTask"]
+
+
+class Unit(NamedTuple):
+    text1: str          # as the package's own network reads it
+    text2: str
+    members: tuple[tuple[str, str], ...] = ()   # as each ensemble member reads the pair
+
+
+class Member:
+    """A network of the ensemble besides the package's own: its model, vocabulary and reading."""
+
+    def __init__(self, role: str, model):
+        self.role, self.model = role, model
+        self.vocab = model.vocab(Vocab.load)
+        self.normalize = model.normalizer
+        self.max_length = int(model.manifest["max_length"])
+
+    def read(self, item) -> tuple[str, str]:
+        return (model_text(item[0], self.max_length, self.normalize),
+                model_text(item[1], self.max_length, self.normalize))
 
 # A cross-encoder reads both texts together; a bi-encoder ("siamese") encodes each alone.
 register_network("match", "taskflow.tasks.text_similarity.model:MatchNet")
@@ -54,7 +80,11 @@ class TextSimilarityTask(MultiTextTask):
             model's own, tuned on held-out dev data; 0.5 if it has none).
         return_embeddings: also return ``embedding1`` / ``embedding2``, the
             sentence vectors, for retrieval; only models that encode each text
-            alone (bi-encoders, ``architecture.type == "siamese"``) have them.
+            alone (bi-encoders, ``architecture.type == "siamese"``) have them
+            (an ensemble's are its own network's).
+        ensemble: with a package that names an ``ensemble``, average the
+            probabilities of all its networks (default True); False runs the
+            package's own network alone, with its own threshold.
 
     >>> from taskflow import Taskflow
     >>> Taskflow("text_matching", threshold=0.7)(("怎么修改微信密码", "微信密码怎么改"))   # doctest: +SKIP
@@ -66,9 +96,14 @@ class TextSimilarityTask(MultiTextTask):
     input_fields = ("text1", "text2")
     item_noun = "pair"
 
-    def __init__(self, model, *, threshold: float | None = None, return_embeddings: bool = False, **base):
+    def __init__(self, model, *, threshold: float | None = None, return_embeddings: bool = False,
+                 ensemble: bool = True, **base):
         super().__init__(model, **base)
-        self.threshold = number_option("threshold", self.manifest.get("threshold", 0.5) if threshold is None
+        self.ensemble = bool_option("ensemble", ensemble)
+        self.members = [Member(role, member) for role, member in (model.ensemble() if self.ensemble else [])]
+        # An ensemble's averaged probabilities have their own threshold, tuned on the same dev data.
+        own = "ensemble_threshold" if self.members else "threshold"
+        self.threshold = number_option("threshold", self.manifest.get(own, 0.5) if threshold is None
                                        else threshold, 0.0, 1.0)
         self.bi_encoder = model.network_type == "siamese"
         if bool_option("return_embeddings", return_embeddings) and not self.bi_encoder:
@@ -85,30 +120,54 @@ class TextSimilarityTask(MultiTextTask):
     def max_length(self) -> int:
         return int(self.manifest["max_length"])
 
-    def input_specs(self):
-        shape = (self.batch_size, self.max_length)
+    def input_specs(self, max_length: int | None = None):
+        shape = (self.batch_size, max_length or self.max_length)
         return [InputSpec(name, "int64", shape) for name in ("text1_chars", "text1_words", "text2_chars", "text2_words")]
 
-    # --------------------------------------------------------------- inputs
-    def split(self, item: tuple[str, str]) -> list[tuple[str, str]]:
-        # One unit per pair: each side is cut to max_length (its head), see the module docstring.
-        return [(model_text(item[0], self.max_length, self.normalize), model_text(item[1], self.max_length, self.normalize))]
+    @property
+    def predictors(self):
+        """The package's own predictor, then each ensemble member's."""
+        return [self.predictor] + [m.model.predictor(self.input_specs(m.max_length)) for m in self.members]
 
-    def unit_length(self, unit: tuple[str, str]) -> int:
-        return max(len(unit[0]), len(unit[1]))
+    # --------------------------------------------------------------- inputs
+    def split(self, item: tuple[str, str]) -> list[Unit]:
+        # One unit per pair: each side is cut to max_length (its head), see the module docstring.
+        return [Unit(model_text(item[0], self.max_length, self.normalize),
+                     model_text(item[1], self.max_length, self.normalize),
+                     tuple(member.read(item) for member in self.members))]
+
+    def unit_length(self, unit: Unit) -> int:
+        return max(len(unit.text1), len(unit.text2))
 
     # --------------------------------------------------------------- stages
     def preprocess(self, units):
-        chars1, words1 = encode([a for a, _ in units], self.vocab)
-        chars2, words2 = encode([b for _, b in units], self.vocab)
-        return {"text1_chars": chars1, "text1_words": words1, "text2_chars": chars2, "text2_words": words2}
+        feeds = _feeds([(u.text1, u.text2) for u in units], self.vocab)
+        # An ensemble member's feeds go under "role/name" (names are the network's arguments).
+        for k, member in enumerate(self.members):
+            own = _feeds([u.members[k] for u in units], member.vocab)
+            feeds.update((f"{member.role}/{name}", value) for name, value in own.items())
+        return feeds
+
+    def forward(self, features):
+        """The own network's outputs; for an ensemble, its first output (the probabilities) is the
+        mean of every network's, and the rest (embeddings) stay its own."""
+        if not self.members:
+            return self.predictor.run(features)
+        predictors = self.predictors
+        outputs = predictors[0].run({k: v for k, v in features.items() if "/" not in k})
+        probabilities = [np.asarray(outputs[0], dtype=np.float64)]
+        for member, predictor in zip(self.members, predictors[1:]):
+            prefix = f"{member.role}/"
+            own = predictor.run({k[len(prefix):]: v for k, v in features.items() if k.startswith(prefix)})
+            probabilities.append(np.asarray(own[0], dtype=np.float64))
+        return [np.mean(probabilities, axis=0), *outputs[1:]]
 
     def postprocess(self, outputs, units):
         scores = np.asarray(outputs[0], dtype=np.float64).reshape(-1)
         # Texts the model reads identically are the same question by definition.  The training
         # corpora hold almost no such pairs, so the network alone scores some finance questions
         # against themselves near 0.6; the identity is not left to it.
-        results = [{"similarity": 1.0 if a == b else float(s)} for s, (a, b) in zip(scores, units)]
+        results = [{"similarity": 1.0 if u.text1 == u.text2 else float(s)} for s, u in zip(scores, units)]
         if self.return_embeddings:
             for row, result in enumerate(results):
                 result["embedding1"] = outputs[1][row].astype(float).tolist()
@@ -139,3 +198,9 @@ class TextSimilarityTask(MultiTextTask):
             return None
 
         return html_table(results, ["text1", "text2", "similarity", "label"], cell)
+
+
+def _feeds(pairs: list[tuple[str, str]], vocab: Vocab) -> dict[str, np.ndarray]:
+    chars1, words1 = encode([a for a, _ in pairs], vocab)
+    chars2, words2 = encode([b for _, b in pairs], vocab)
+    return {"text1_chars": chars1, "text1_words": words1, "text2_chars": chars2, "text2_words": words2}
