@@ -87,7 +87,7 @@ class Reader:
         self.max_question_len = int(manifest.get("max_question_len", 64))
         self.length_prior = _length_prior(manifest)
         self.joint = bool(manifest.get("architecture", {}).get("max_span"))   # a third output: length scores
-        self.outputs = 3 if self.joint else 2
+        self.output_count = 3 if self.joint else 2
         self.reads_words = bool(manifest.get("architecture", {}).get("word_dim"))
         self.vocab = model.vocab(Vocab.load)
         self.normalize = model.normalizer
@@ -180,19 +180,17 @@ class ReadingComprehensionTask(MultiTextTask):
                               f"({self.max_seq_len}): windows overlap by doc_stride chars; lower doc_stride "
                               "(--doc-stride) or raise max_seq_len (--max-seq-len)", "doc_stride")
         self.handle_impossible_answer = bool_option("handle_impossible_answer", handle_impossible_answer)
-        # Bounded so exp(-threshold) stays finite; tuned values are a few units.
-        self.null_threshold = number_option("null_threshold", manifest.get("null_threshold", 0.0)
-                                            if null_threshold is None else null_threshold, -50.0, 50.0)
         self.ensemble = bool_option("ensemble", ensemble)
         self.readers = [Reader(model)] + [Reader(member, role) for role, member in
                                           (model.ensemble() if self.ensemble else [])]
         own = self.readers[0]
         self.vocab, self.normalize, self.length_prior = own.vocab, own.normalize, own.length_prior
         self.max_question_len = own.max_question_len
-        if len(self.readers) > 1:
-            # The ensemble's own decoding figure, tuned on the averaged scores (calibrate.py).
-            threshold = manifest.get("ensemble_null_threshold", 0.0) if null_threshold is None else null_threshold
-            self.null_threshold = number_option("null_threshold", threshold, -50.0, 50.0)
+        # An ensemble decides "no answer" on its readers' mean margin, with its own tuned threshold
+        # (calibrate.py). Bounded so exp(-threshold) stays finite; tuned values are a few units.
+        tuned = manifest.get("ensemble_null_threshold" if len(self.readers) > 1 else "null_threshold", 0.0)
+        self.null_threshold = number_option("null_threshold", tuned if null_threshold is None else null_threshold,
+                                            -50.0, 50.0)
 
     def input_specs(self):
         return self.readers[0].input_specs(self.batch_size, self.max_seq_len)
@@ -244,8 +242,8 @@ class ReadingComprehensionTask(MultiTextTask):
         outputs = [np.asarray(o) for o in outputs]
         per_reader, start = [], 0
         for reader in self.readers:
-            per_reader.append(outputs[start:start + reader.outputs])
-            start += reader.outputs
+            per_reader.append(outputs[start:start + reader.output_count])
+            start += reader.output_count
         results = []
         for row, unit in enumerate(units):
             length = unit.end - unit.start
