@@ -180,6 +180,38 @@ def score(model, examples, windows, args, device, autocast) -> dict:
     return result
 
 
+def add_optimizer_options(parser: argparse.ArgumentParser, *, epochs: float) -> None:
+    """The fine-tuning schedule's options, shared by every fine-tuning recipe (see adamw_with_warmup)."""
+    parser.add_argument("--epochs", type=float, default=epochs)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--warmup", type=float, default=0.1, help="share of the steps")
+    parser.add_argument("--weight-decay", type=float, default=0.01)
+    parser.add_argument("--dropout", type=float, default=0.1)
+
+
+def adamw_with_warmup(model: torch.nn.Module, args: argparse.Namespace, total: int, *, fused: bool = False):
+    """(optimizer, scheduler, warm-up steps): AdamW with weight decay on matrices only, the learning
+    rate warmed up linearly over ``args.warmup`` of ``total`` steps, then decayed linearly to 0."""
+    decay = [p for p in model.parameters() if p.ndim >= 2]
+    rest = [p for p in model.parameters() if p.ndim < 2]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
+                                   {"params": rest, "weight_decay": 0.0}], lr=args.lr, fused=fused or None)
+    warmup = max(1, round(args.warmup * total))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: (s + 1) / warmup if s < warmup else max(0.0, (total - s) / max(1, total - warmup)))
+    return optimizer, scheduler, warmup
+
+
+def update(model: torch.nn.Module, loss: torch.Tensor, optimizer, scheduler) -> None:
+    """One step: gradients of ``loss``, clipped to norm 1, applied; the learning rate moves on."""
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    scheduler.step()
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--encoder", required=True, help="a pretraining checkpoint.pt")
@@ -193,12 +225,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--doc-stride", type=int, default=128)
     parser.add_argument("--max-question-len", type=int, default=64)
     parser.add_argument("--max-answer-len", type=int, default=64)
-    parser.add_argument("--epochs", type=float, default=3.0)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=1e-4)
-    parser.add_argument("--warmup", type=float, default=0.1, help="share of the steps")
-    parser.add_argument("--weight-decay", type=float, default=0.01)
-    parser.add_argument("--dropout", type=float, default=0.1)
+    add_optimizer_options(parser, epochs=3.0)
     parser.add_argument("--max-minutes", type=float, help="stop training after so long")
     parser.add_argument("--float16", action="store_true", help="store matrices as float16")
     parser.add_argument("--checkpoint", help="also save the selected model's PyTorch state dict here")
@@ -243,13 +270,7 @@ def main(argv=None) -> int:
 
     steps_per_epoch = math.ceil(len(train) / args.batch_size)
     total = max(1, round(args.epochs * steps_per_epoch))
-    decay = [p for p in model.parameters() if p.ndim >= 2]
-    rest = [p for p in model.parameters() if p.ndim < 2]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
-                                   {"params": rest, "weight_decay": 0.0}], lr=args.lr, fused=cuda or None)
-    warmup = max(1, round(args.warmup * total))
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: (s + 1) / warmup if s < warmup else max(0.0, (total - s) / max(1, total - warmup)))
+    optimizer, scheduler, warmup = adamw_with_warmup(model, args, total, fused=cuda)
 
     def autocast():
         return torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16)
@@ -265,11 +286,7 @@ def main(argv=None) -> int:
                 start, end = model(ids.to(device))
             loss = (F.cross_entropy(start.float(), start_labels.to(device))
                     + F.cross_entropy(end.float(), end_labels.to(device))) / 2
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            scheduler.step()
+            update(model, loss, optimizer, scheduler)
             step += 1
             if step % 50 == 0:
                 log(f"step {step}/{total} loss {float(loss):.4f}")

@@ -362,3 +362,62 @@ def test_reading_comprehension_windows_point_at_the_answer_in_every_window_that_
             assert vocab.decode(w.ids[w.start_label:w.end_label + 1]) == Normalizer(NORMALIZATION)(answer)
             assert len(w.ids) <= 40 and w.ids[0] == CLS and w.ids[w.offset - 1] == SEP and w.ids[-1] == SEP
         assert all(w.start_label == w.end_label == 0 for w in mine if all(w is not h for h in holding))
+
+
+def _toy_checkpoint(torch, path: Path, recipe_model, chars: str) -> None:
+    """A pretraining checkpoint as pretrain.py saves one (the fields fine-tuning reads), of a
+    random 2 x 32 encoder over ``chars``."""
+    config = recipe_model.EncoderConfig(vocab_size=len(SPECIAL_TOKENS) + len(chars), hidden_size=32, num_layers=2,
+                                        num_heads=4, ffn_size=64, max_len=128)
+    torch.manual_seed(0)
+    encoder = recipe_model.Encoder(config)
+    torch.save({"config": {"encoder": config.__dict__, "objective": "mlm"}, "step": 0,
+                "model": {f"encoder.{k}": v for k, v in encoder.state_dict().items()},
+                "vocab": [*SPECIAL_TOKENS, *chars]}, path)
+
+
+def _write_tsv(path: Path, header: list[str], rows) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\t".join(header) + "\n" + "".join("\t".join(map(str, r)) + "\n" for r in rows), encoding="utf-8")
+
+
+@pytest.mark.timeout(300)
+def test_classifier_fine_tuning_learns_a_toy_rule_and_reports_every_split(tmp_path):
+    torch = pytest.importorskip("torch")
+    sys.path.insert(0, str(ROOT))
+    try:
+        from pretraining import finetune_classifier
+        from pretraining import model as recipe_model
+    finally:
+        sys.path.remove(str(ROOT))
+    rng = random.Random(5)
+    filler = "房间服务价格味道质量这个还是有点的了"
+    _toy_checkpoint(torch, tmp_path / "checkpoint.pt", recipe_model, filler + "好差")
+
+    def review():   # the label is which of 好 / 差 the text holds: learnable from one char
+        label = rng.randint(0, 1)
+        chars = [rng.choice(filler) for _ in range(rng.randint(3, 12))]
+        chars.insert(rng.randint(0, len(chars)), "好" if label else "差")
+        return label, "".join(chars)
+
+    data = tmp_path / "sentiment"
+    for name in ("chnsenticorp", "online_shopping_10_cats", "waimai_10k"):
+        for split, count in (("train", 120), ("dev", 40), ("test", 40)):
+            _write_tsv(data / name / f"{split}.tsv", ["label", "text"], [review() for _ in range(count)])
+    out = tmp_path / "run"
+    assert finetune_classifier.main(["sentiment", "--encoder", str(tmp_path / "checkpoint.pt"), "--data-dir", str(data),
+                                     "--out", str(out), "--epochs", "6", "--lr", "2e-3", "--batch-size", "16",
+                                     "--max-chars", "100", "--threads", "1"]) == 0
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    splits = [f"{n}/{s}" for n in ("chnsenticorp", "online_shopping_10_cats", "waimai_10k") for s in ("dev", "test")]
+    assert set(report["figures"]) == {*splits, "suite_negation", "suite_contrast", "suite_slang"}
+    assert report["training_items"] == 360 and report["threshold"] == 0.5
+    assert min(report["figures"][s] for s in splits) >= 0.9, report["figures"]
+
+    # The saved weights are the fine-tuned model: they give the same probabilities when loaded again.
+    saved = torch.load(out / "model.pt", weights_only=True)
+    model = finetune_classifier.Classifier(recipe_model.EncoderConfig(**{**saved["config"], "dropout": 0.0}))
+    model.load_state_dict(saved["model"])
+    inputs = finetune_classifier.Inputs(CharVocab(saved["vocab"]), 126)
+    probabilities = finetune_classifier.positive_probability(model, inputs, ["房间好", "房间差"])
+    assert probabilities[0] > 0.5 > probabilities[1]
