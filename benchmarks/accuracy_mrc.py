@@ -26,6 +26,7 @@ import argparse
 import re
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from statistics import mean
 
@@ -63,6 +64,35 @@ def baseline(context: str, question: str) -> tuple[str, str]:
     return (max(runs, key=len) if runs else best.strip()), best.strip()
 
 
+MISS_KINDS = ("exact", "a reference plus leading chars", "a reference plus trailing chars",
+              "a reference plus chars on both sides", "inside a reference (too short)", "overlaps a reference",
+              "disjoint from every reference")
+
+
+def miss_kind(answers: list[str], prediction: str) -> str:
+    """How a prediction relates to its references (punctuation-stripped, as EM compares them): the first
+    of ``MISS_KINDS`` that some reference fits.
+
+    >>> miss_kind(["1999年"], "马云于1999年"), miss_kind(["1999年"], "1999年在杭州"), miss_kind(["杭州市"], "杭州")
+    ('a reference plus leading chars', 'a reference plus trailing chars', 'inside a reference (too short)')
+    """
+    from taskflow.tasks.reading_comprehension.metrics import em_score, f1_score, remove_punctuation
+
+    if em_score(answers, prediction):
+        return "exact"
+    predicted = remove_punctuation(prediction)
+    stripped = [remove_punctuation(a) for a in answers if remove_punctuation(a)]
+    inside = [a for a in stripped if a in predicted]
+    if inside:
+        at = [(predicted.startswith(a), predicted.endswith(a)) for a in inside]
+        if any(starts for starts, _ in at):
+            return "a reference plus trailing chars"
+        return "a reference plus leading chars" if any(ends for _, ends in at) else "a reference plus chars on both sides"
+    if predicted and any(predicted in a for a in stripped):
+        return "inside a reference (too short)"
+    return "overlaps a reference" if f1_score(answers, prediction) > 0 else "disjoint from every reference"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, help="folder with dev.json (CMRC 2018)")
@@ -89,6 +119,7 @@ def main() -> None:
         assert r["context"][out["start"]:out["end"]] == out["answer"]
     model = evaluate(references, [out["answer"] for out in results])
     answer_len = mean(len(out["answer"]) for out in results)
+    kinds = Counter(miss_kind(refs, out["answer"]) for refs, out in zip(references, results))
     reference_len = mean(mean(len(a) for a in r["answers"]) for r in rows)
 
     threshold = {} if args.null_threshold is None else {"null_threshold": args.null_threshold}
@@ -146,6 +177,11 @@ def main() -> None:
         "",
         f"Answer length: its answers average {answer_len:.1f} chars, the references {reference_len:.1f} "
         f"(each question's mean over its references): {answer_len / reference_len:.2f}x.",
+        "",
+        "How its answers relate to the references (punctuation stripped; the first kind some reference fits):",
+        "",
+        table(["answer", "questions", "share"],
+              [[kind, f"{kinds[kind]:,}", f"{100 * kinds[kind] / len(rows):.1f}%"] for kind in MISS_KINDS]),
         "",
         f"No answer (`handle_impossible_answer=True`, null_threshold {null_flow.task.null_threshold:g}, "
         f"{threshold_source}): {refused_share:.1f}% of the {len(refused)} unanswerable questions of "
