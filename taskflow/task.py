@@ -27,7 +27,8 @@ from .model import Model
 from .predictor import InputSpec, Predictor, PredictorOptions
 from .text import split_text
 
-__all__ = ["Task", "TextTask", "MultiTextTask", "check_text", "shown", "bool_option", "int_option", "number_option"]
+__all__ = ["Task", "TextTask", "MultiTextTask", "check_text", "shown", "bool_option", "int_option", "number_option",
+           "member_feeds", "feeds_of"]
 
 
 def check_text(value: Any, index: int | None, *, what: str = "text", allow_empty: bool = False) -> str:
@@ -70,6 +71,20 @@ def number_option(name: str, value: Any, low: float, high: float) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not low <= value <= high:
         raise OptionError(f"{name} must be a number between {low:g} and {high:g}, got {shown(value)}", name)
     return float(value)
+
+
+def member_feeds(role: str, feeds: Mapping[str, Any]) -> dict[str, Any]:
+    """An ensemble member's feeds named ``role/name``, so that they travel in one batch beside the
+    package's own (a network's feed names are its arguments, the same in every member)."""
+    return {f"{role}/{name}": value for name, value in feeds.items()}
+
+
+def feeds_of(features: Mapping[str, Any], role: str = "") -> dict[str, Any]:
+    """The feeds of the network ``role`` names ("" for the package's own) in a batch that
+    :func:`member_feeds` filled."""
+    prefix = f"{role}/" if role else ""
+    return {name[len(prefix):]: value for name, value in features.items()
+            if name.startswith(prefix) and "/" not in name[len(prefix):]}
 
 
 class Task:

@@ -53,7 +53,7 @@ from taskflow.errors import ManifestError, OptionError
 from taskflow.model import register_network
 from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
-from taskflow.task import MultiTextTask, bool_option, int_option, number_option
+from taskflow.task import MultiTextTask, bool_option, feeds_of, int_option, member_feeds, number_option
 
 from .data import (FEATURES, Prepared, Vocab, encode, ensemble_null, mean_span_scores, merge, no_answer_score, prepare,
                    span_scores, top_spans, windows)
@@ -183,9 +183,9 @@ class ReadingComprehensionTask(MultiTextTask):
         self.ensemble = bool_option("ensemble", ensemble)
         self.readers = [Reader(model)] + [Reader(member, role) for role, member in
                                           (model.ensemble() if self.ensemble else [])]
+        # The package's own reader's, as every task exposes them (tests and callers read these).
         own = self.readers[0]
         self.vocab, self.normalize, self.length_prior = own.vocab, own.normalize, own.length_prior
-        self.max_question_len = own.max_question_len
         # An ensemble decides "no answer" on its readers' mean margin, with its own tuned threshold
         # (calibrate.py). Bounded so exp(-threshold) stays finite; tuned values are a few units.
         tuned = manifest.get("ensemble_null_threshold" if len(self.readers) > 1 else "null_threshold", 0.0)
@@ -202,11 +202,6 @@ class ReadingComprehensionTask(MultiTextTask):
         return [self.predictor] + [reader.model.predictor(reader.input_specs(self.batch_size, self.max_seq_len))
                                    for reader in self.readers[1:]]
 
-    @property
-    def reads_words(self) -> bool:
-        """Whether the package's own network reads word vectors too (model.py's ``word_dim``): two more feeds."""
-        return self.readers[0].reads_words
-
     # --------------------------------------------------------------- inputs
     def check_item(self, item: Any, index: int | None) -> Item:
         return Item(*super().check_item(item, index))
@@ -220,11 +215,9 @@ class ReadingComprehensionTask(MultiTextTask):
 
     # --------------------------------------------------------------- stages
     def preprocess(self, units):
-        # An ensemble member's feeds go under "role/name" (names are the network's arguments).
         feeds = encode([(unit.prepared[0], unit.start, unit.end) for unit in units])
         for k, reader in enumerate(self.readers[1:], 1):
-            own = encode([(unit.prepared[k], unit.start, unit.end) for unit in units])
-            feeds.update((f"{reader.role}/{name}", value) for name, value in own.items())
+            feeds.update(member_feeds(reader.role, encode([(unit.prepared[k], unit.start, unit.end) for unit in units])))
         return feeds
 
     def forward(self, features):
@@ -233,9 +226,7 @@ class ReadingComprehensionTask(MultiTextTask):
             return self.predictor.run(features)
         outputs = []
         for reader, predictor in zip(self.readers, self.predictors):
-            prefix = f"{reader.role}/" if reader.role else ""
-            outputs += predictor.run({name[len(prefix):]: value for name, value in features.items()
-                                      if name.startswith(prefix) and "/" not in name[len(prefix):]})
+            outputs += predictor.run(feeds_of(features, reader.role))
         return outputs
 
     def postprocess(self, outputs, units):

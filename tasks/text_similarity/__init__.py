@@ -41,7 +41,7 @@ from taskflow.errors import OptionError
 from taskflow.model import register_network
 from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
-from taskflow.task import MultiTextTask, bool_option, number_option
+from taskflow.task import MultiTextTask, bool_option, feeds_of, member_feeds, number_option
 
 from .features import Vocab, encode, model_text
 
@@ -142,10 +142,8 @@ class TextSimilarityTask(MultiTextTask):
     # --------------------------------------------------------------- stages
     def preprocess(self, units):
         feeds = _feeds([(u.text1, u.text2) for u in units], self.vocab)
-        # An ensemble member's feeds go under "role/name" (names are the network's arguments).
         for k, member in enumerate(self.members):
-            own = _feeds([u.members[k] for u in units], member.vocab)
-            feeds.update((f"{member.role}/{name}", value) for name, value in own.items())
+            feeds.update(member_feeds(member.role, _feeds([u.members[k] for u in units], member.vocab)))
         return feeds
 
     def forward(self, features):
@@ -154,12 +152,10 @@ class TextSimilarityTask(MultiTextTask):
         if not self.members:
             return self.predictor.run(features)
         predictors = self.predictors
-        outputs = predictors[0].run({k: v for k, v in features.items() if "/" not in k})
+        outputs = predictors[0].run(feeds_of(features))
         probabilities = [np.asarray(outputs[0], dtype=np.float64)]
         for member, predictor in zip(self.members, predictors[1:]):
-            prefix = f"{member.role}/"
-            own = predictor.run({k[len(prefix):]: v for k, v in features.items() if k.startswith(prefix)})
-            probabilities.append(np.asarray(own[0], dtype=np.float64))
+            probabilities.append(np.asarray(predictor.run(feeds_of(features, member.role))[0], dtype=np.float64))
         return [np.mean(probabilities, axis=0), *outputs[1:]]
 
     def postprocess(self, outputs, units):
