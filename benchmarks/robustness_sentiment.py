@@ -39,7 +39,7 @@ def main() -> None:
 
     from taskflow import Taskflow
     from taskflow.tasks.sentiment_analysis.robustness import (
-        INVARIANCE_KINDS, ISSUE_CASES, KINDS, LABELS, generate_cases, run_suite)
+        INVARIANCE_KINDS, ISSUE_CASES, KINDS, LABELS, NO_OPINION_CEILING, generate_cases, run_no_opinion, run_suite)
 
     start = time.perf_counter()
     flows = [Taskflow("sentiment_analysis", task_path=path) for path in args.task_path] or [Taskflow("sentiment_analysis")]
@@ -58,6 +58,10 @@ def main() -> None:
     def tfidf(texts: list[str]) -> list[str]:
         return [LABELS[i] for i in base.predict(texts)]  # 0 = negative, 1 = positive, as LABELS
 
+    # "No opinion": how sure each system is of statements of fact (its top label probability).
+    confidences = {name: (lambda texts, m=model: [r["score"] for r in m(texts)]) for name, model in zip(names, flows)}
+    confidences["TF-IDF + LR"] = lambda texts: base.predict_proba(texts).max(axis=1).tolist()
+
     dev_texts, dev_gold = read_labelled_tsv(data / REAL_SPLIT)
     gold = [LABELS[g] for g in dev_gold]
     systems["TF-IDF + LR"] = tfidf
@@ -69,6 +73,7 @@ def main() -> None:
     on_real = [c for c in cases if c.original in real_texts]
 
     reports = {name: run_suite(predict, cases) for name, predict in systems.items()}
+    no_opinion = {name: run_no_opinion(confidence) for name, confidence in confidences.items()}
     real_reports = {name: run_suite(predict, on_real) for name, predict in systems.items()}
     seconds = time.perf_counter() - start
 
@@ -83,12 +88,21 @@ def main() -> None:
             row += [""] * (1 + len(systems))
         rows.append(row)
 
+    rows.append(["no opinion", f"top probability <= {NO_OPINION_CEILING}", no_opinion[names[0]]["n"]]
+                + [f"**{no_opinion[name]['held']:.3f}**" if name in names else f"{no_opinion[name]['held']:.3f}"
+                   for name in systems] + [""] * (1 + len(systems)))
+    confidence_line = "Mean top probability on the no-opinion statements: " + ", ".join(
+        f"{name} {no_opinion[name]['mean_confidence']:.3f}" for name in systems) + "."
+
     issue_texts = list(dict.fromkeys(t for c in ISSUE_CASES for t in (c.original, c.text) if t is not None))
     issue_gold = {t: c.label for c in ISSUE_CASES for t in (c.original, c.text) if t is not None}
     issue_said = [predict(issue_texts) for predict in systems.values()]
     issue_rows = [[t, issue_gold[t], *labels] for t, *labels in zip(issue_texts, *issue_said)]
 
     failure_rows = []
+    for failure in no_opinion[names[-1]]["failures"]:
+        failure_rows.append(["no opinion", failure["text"], f"{failure['confidence']:.3f} sure",
+                             f"at most {NO_OPINION_CEILING}"])
     for kind in KINDS:
         for failure in reports[names[-1]][kind]["failures"]:
             wanted = failure["expected"] if "expected" in failure else \
@@ -107,7 +121,9 @@ def main() -> None:
         "stray digits, an emoji agreeing with the label, a year, a price); half the bases are templates, half are "
         f"{len(real):,} ChnSentiCorp dev.dedup reviews of at most {args.max_chars} characters that every system labels "
         "right. Labelled kinds: template sentences with a gold label (negation, contrast: the clause after 但是/可是/不过 "
-        "decides, internet slang). The recipe's augmentation (augment.py) uses a template vocabulary disjoint from "
+        "decides, internet slang). No opinion: statements of fact (这本书有三百页, 手机是黑色的; "
+        "`robustness.no_opinion_sentences`), held when the system's top label probability is at most "
+        f"{NO_OPINION_CEILING}. The recipe's augmentation (augment.py) uses a template vocabulary disjoint from "
         "the suite's, but the slang words themselves are shared: the slang figure is known slang in unseen frames, "
         f"not unseen slang. Machine: {machine()}; {seconds:.0f} s in all. "
         "Command: `python benchmarks/robustness_sentiment.py --data ../shared/data/sentiment"
@@ -116,6 +132,8 @@ def main() -> None:
         "Share of cases that hold (invariance: label unchanged; labelled: gold label):",
         "",
         table(["kind", "check", "n", *systems, "n on dev bases", *(f"{name} on dev bases" for name in systems)], rows),
+        "",
+        confidence_line,
         "",
         "The issue's sentences:",
         "",

@@ -111,7 +111,8 @@ def test_augmentation_is_deterministic_per_seed():
     assert made == generate(texts, labels, seed=3, scale=0.2)
     assert made != generate(texts, labels, seed=4, scale=0.2)
     assert {g.kind for g in made} == set(KINDS)
-    assert {g.label for g in made} == {"positive", "negative"}
+    assert {g.label for g in made} == {"positive", "negative", "neutral"}
+    assert {g.label for g in made if g.kind == "no_opinion"} == {"neutral"}
     assert generate(texts, labels, kinds=["negation"], seed=3, scale=0.2) == [g for g in made if g.kind == "negation"]
     with pytest.raises(ValueError, match="kinds"):
         generate(texts, labels, kinds=["sarcasm"])
@@ -142,6 +143,35 @@ def template_sentences() -> dict[str, str]:
     from taskflow.tasks.sentiment_analysis.augment import contrast_sentences, negation_sentences, slang_sentences
 
     return dict(negation_sentences() + contrast_sentences() + slang_sentences())
+
+
+def test_no_opinion_takes_statements_of_fact_and_real_sentences_without_an_opinion():
+    from taskflow.tasks.sentiment_analysis.augment import fact_sentences, generate, opinion_free
+
+    facts = fact_sentences()
+    assert "这件衣服是白色的" in facts and "这部小说有四百页左右" in facts and len(facts) == len(set(facts))
+    assert opinion_free("借呗怎么还款") and opinion_free("这个酒店在五楼")
+    for judged in ("花呗太坑了", "房间很干净", "客服态度差", "好评！", "借呗"):   # evaluative, or too short
+        assert not opinion_free(judged), judged
+    statements = ["借呗怎么还款", "花呗太坑了", "第六条 机场管理机构负责编制机场总体规划"]
+    made = generate(["服务很好"] * 4, ["positive"] * 4, kinds=["no_opinion"], statements=statements)
+    real = [g.text for g in made if g.source == "real"]
+    assert real == ["借呗怎么还款", "第六条 机场管理机构负责编制机场总体规划"]
+    assert {g.text for g in made if g.source == "template"} == set(facts)
+
+
+def test_no_opinion_sentences_train_towards_equal_probabilities():
+    """The loss weights: a labelled text's one-hot; a no_opinion text (-1) ``neutral_weight`` x
+    (1/2, 1/2), whose loss -sum(w log p) is least at p = (1/2, 1/2)."""
+    import numpy as np
+
+    from taskflow.tasks.sentiment_analysis.train import targets
+
+    weights = targets(np.array([0, 1, -1]), 0.5)
+    assert weights.tolist() == [[1, 0], [0, 1], [0.25, 0.25]]
+    grid = np.linspace(0.01, 0.99, 99)
+    loss = -(weights[2] * np.log(np.stack([1 - grid, grid], axis=1))).sum(axis=1)
+    assert grid[loss.argmin()] == pytest.approx(0.5)
 
 
 def test_faint_or_ambiguous_negations_are_not_generated():
@@ -261,7 +291,8 @@ def test_recipe_with_augmentation_records_it_and_calibrates(tmp_path):
     assert train(["--data-dir", str(data), "--out", str(tmp_path / "pkg"), "--augment-scale", "0.05", *TINY_NETWORK]) == 0
     manifest = Manifest.load(tmp_path / "pkg" / "manifest.json")
     augmentation = manifest["training"]["augmentation"]
-    assert augmentation["kinds"] == ["invariance", "negation", "contrast", "slang"] and augmentation["scale"] == 0.05
+    assert augmentation["kinds"] == ["invariance", "negation", "contrast", "slang"]   # no_opinion is opt-in
+    assert augmentation["scale"] == 0.05
     assert augmentation["by_kind"]["negation"]["template"] == 150
     assert manifest["training"]["examples"] == {"real": 144, "generated": augmentation["sentences"]}
     assert manifest["temperature"] > 0
@@ -274,6 +305,29 @@ def test_recipe_with_augmentation_records_it_and_calibrates(tmp_path):
     # The standalone fit on an existing package writes the same temperature (same data, same model).
     assert train(["--calibrate", str(tmp_path / "pkg"), "--data-dir", str(data)]) == 0
     assert Manifest.load(tmp_path / "pkg" / "manifest.json")["temperature"] == manifest["temperature"]
+
+
+def test_recipe_reads_opinion_free_sentences_for_the_no_opinion_kind(tmp_path):
+    from taskflow.tasks.sentiment_analysis.train import main as train
+
+    data = _tiny_sentiment_data(tmp_path / "data")
+    questions = tmp_path / "questions.tsv"
+    questions.write_text("text_a\ttext_b\tlabel\n借呗怎么还款\t花呗账单在哪里看\t0\n花呗太坑了\t怎么开通花呗\t0\n",
+                         encoding="utf-8")
+    assert train(["--data-dir", str(data), "--out", str(tmp_path / "pkg"), "--augment", "no_opinion",
+                  "--neutral-text", str(questions), "--skip-calibration", *TINY_NETWORK]) == 0
+    augmentation = Manifest.load(tmp_path / "pkg" / "manifest.json")["training"]["augmentation"]
+    assert augmentation["by_kind"]["no_opinion"]["real"] == 3          # 花呗太坑了 is not opinion-free
+    assert augmentation["no_opinion"]["statements_read"] == 3 and augmentation["no_opinion"]["weight"] == 0.5
+    assert augmentation["labels"]["neutral"] == augmentation["sentences"]
+
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("question\tanswer\n借呗怎么还款\t看账单\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="text_a, text_b or text column"):
+        train(["--data-dir", str(data), "--out", str(tmp_path / "pkg2"), "--augment", "no_opinion",
+               "--neutral-text", str(bad), *TINY_NETWORK])
+    with pytest.raises(SystemExit):   # the default kinds leave no_opinion out: the file would be read for nothing
+        train(["--data-dir", str(data), "--out", str(tmp_path / "pkg3"), "--neutral-text", str(questions), *TINY_NETWORK])
 
 
 def test_recipe_without_augmentation_records_none(tmp_path):

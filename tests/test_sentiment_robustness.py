@@ -8,7 +8,8 @@ import pytest
 
 from taskflow import Taskflow
 from taskflow.tasks.sentiment_analysis.robustness import (
-    INVARIANCE_KINDS, KINDS, LABELLED_KINDS, Case, generate_cases, run_suite)
+    INVARIANCE_KINDS, KINDS, LABELLED_KINDS, NO_OPINION_CEILING, Case, generate_cases, no_opinion_sentences,
+    run_no_opinion, run_suite)
 
 REAL = [  # stand-ins for dev reviews, written here: tests do not read ../shared
     ("酒店离火车站很近，房间干净，早餐种类也多，下次还住这里。", "positive"),
@@ -149,3 +150,16 @@ def test_the_shipped_model_gets_a_complete_report(cases):
         assert result["n"] == sum(c.kind == kind for c in cases) > 0
         assert 0.0 <= result["held"] <= 1.0
         assert result["check"] == ("invariance" if kind in INVARIANCE_KINDS else "label")
+
+
+def test_no_opinion_statements_hold_for_a_hedging_model_and_fail_for_a_sure_one():
+    texts = no_opinion_sentences()
+    assert "这本书有三百页" in texts and "手机是黑色的" in texts and len(texts) == len(set(texts)) >= 40
+    hedging = run_no_opinion(lambda batch: [0.55] * len(batch))
+    assert hedging["held"] == 1.0 and hedging["failures"] == [] and hedging["n"] == len(texts)
+    sure = run_no_opinion(lambda batch: [0.99 if "书" in t else 0.6 for t in batch])
+    assert 0 < sure["held"] < 1 and sure["mean_confidence"] > 0.6
+    assert [f["text"] for f in sure["failures"]] and all("书" in f["text"] for f in sure["failures"])
+    assert run_no_opinion(lambda batch: [NO_OPINION_CEILING] * len(batch))["held"] == 1.0   # the ceiling holds
+    with pytest.raises(ValueError, match="one per text"):
+        run_no_opinion(lambda batch: [0.5])

@@ -5,11 +5,11 @@ model misreads (negation, contrast, internet slang).
 >>> from taskflow.tasks.sentiment_analysis.augment import generate, negation_sentences
 >>> made = generate(["房间很干净，服务也好", "等了一个小时还没上菜"] * 10, ["positive", "negative"] * 10, seed=1)
 >>> sorted({g.kind for g in made})
-['contrast', 'invariance', 'negation', 'slang']
+['contrast', 'invariance', 'negation', 'no_opinion', 'slang']
 >>> dict(negation_sentences())["汤一点也不腥"]
 'positive'
 
-Four kinds (``KINDS``), each labelled positive / negative:
+Five kinds (``KINDS``), the first four labelled positive / negative:
 
 - **invariance**: a share of the training sentences with trailing punctuation, spaces, a number,
   an emoji that agrees with the label, a year or a price added; same label;
@@ -21,6 +21,10 @@ Four kinds (``KINDS``), each labelled positive / negative:
   opposite labels joined by a connective, labelled as the second;
 - **slang**: internet slang (yyds, 绝绝子, 踩雷, 拉胯, 智商税 ...) in carrier sentences, and after
   real training sentences whose label it agrees with.
+- **no_opinion**: statements of fact (这件衣服是白色的, 这部小说有四百页左右) and, when the
+  caller passes ``statements``, real sentences without an opinion, labelled ``NEUTRAL``: the
+  recipe trains them towards equal probabilities (outlier exposure), so that a statement of fact
+  is not read as sure praise or a sure complaint.
 
 Held out: every template word and frame here comes from ``TRAIN_VOCABULARY``, which shares no
 string with the robustness suite's ``SUITE_VOCABULARY`` (robustness.py; a test asserts it), and
@@ -42,12 +46,17 @@ from itertools import product
 from typing import Iterable, Sequence
 
 from . import normalize
-from .robustness import ISSUE_CASES, LABELS, NEGATIVE, POSITIVE, _first_clause_end, frame_shape, generate_cases
+from .robustness import (ISSUE_CASES, LABELS, NEGATIVE, POSITIVE, _first_clause_end, frame_shape, generate_cases,
+                         no_opinion_sentences)
 
-__all__ = ["KINDS", "SIZES", "TRAIN_VOCABULARY", "Generated", "generate", "negation_sentences",
-           "contrast_sentences", "slang_sentences"]
+__all__ = ["KINDS", "NEUTRAL", "SIZES", "TRAIN_VOCABULARY", "Generated", "generate", "negation_sentences",
+           "contrast_sentences", "slang_sentences", "fact_sentences", "opinion_free"]
 
-KINDS = ("invariance", "negation", "contrast", "slang")
+KINDS = ("invariance", "negation", "contrast", "slang", "no_opinion")
+# The label of a no_opinion sentence: not a model label; the recipe trains it towards equal
+# probabilities of both (outlier exposure: Hendrycks et al., *Deep Anomaly Detection with Outlier
+# Exposure*, ICLR 2019), so that a statement of fact does not read 0.99 either way.
+NEUTRAL = "neutral"
 
 # How many sentences of each part generate() makes at scale 1: about a fifth of the 61,708
 # training texts in all, so that real reviews stay the bulk of what the model learns from.
@@ -60,6 +69,8 @@ SIZES = {
     "contrast_real": 2000,     # real sentence + connective + real sentence of the other label
     "slang": 500,              # templates: the whole pool (482 sentences)
     "slang_real": 1500,        # slang after a real sentence of its label
+    "no_opinion": 600,         # templates: the whole pool
+    "no_opinion_real": 3000,   # opinion-free real sentences (``statements``), when given
 }
 
 
@@ -247,13 +258,40 @@ _SENTENCE_END = "。！!？?~～….，, \u3000"
 TRAIN_EMOJI = {POSITIVE: ("😍", "🤩", "👏", "😋", "✨", "🎉", "🌟", "💕"),
                NEGATIVE: ("🙄", "😩", "😒", "🤮", "😑", "😫", "🤬", "😓")}
 
+# Statements of fact (no_opinion), about the training domains' things: what colour, size or
+# length a thing is, when, where or by whom it was bought or ordered, where a place is.  The
+# suite's frames (robustness._FACT_FRAMES) are other ones; as there, a fact that praises or faults
+# (离地铁近, 很重, 刚到) is left out.
+_FACT_FRAMES = {
+    "place": ("{t}在解放路上", "{t}在五楼", "{t}晚上十点关门", "{t}周二休息", "我们是周六住的{t}", "{t}有三栋楼",
+              "{t}是{y}年开的"),
+    "food": ("{t}是中午点的", "{t}是同事点的", "{t}一共两份", "{t}是{y}年开的店", "{t}是用手机点的"),
+    "product": ("{t}是白色的", "{t}是灰色的", "{t}是蓝色的", "{t}是去年买的", "{t}是同事送的", "{t}是在商场买的",
+                "{t}是{y}年买的", "{t}是给家里人买的", "{t}是第二次买"),
+    "book": ("{t}一共有二十章", "{t}是去年出版的", "{t}是中文版的", "{t}有四百页左右", "{t}是{y}年买的",
+             "{t}是老师让买的"),
+}
+_FACT_SUBJECTS = {"place": ("这个酒店", "这家宾馆"), "food": ("这家外卖", "这份盒饭"),
+                  "product": ("这个平板", "这台笔记本", "这件衣服", "这条裤子", "这件外套", "这款沐浴露", "这瓶乳液"),
+                  "book": ("这部小说", "这套教材")}
+_FACT_YEARS = tuple(range(2012, 2025))
+# A real sentence with one of these is not taken as opinion-free (an evaluative or emotional
+# word, or an exclamation); the list is coarse on purpose: dropping a neutral sentence costs nothing.
+_EVALUATIVE = ("好", "差", "坏", "棒", "赞", "烂", "坑", "骗", "垃圾", "满意", "失望", "喜欢", "讨厌", "爱", "恨",
+               "推荐", "不错", "优秀", "糟", "恶心", "难", "贵", "便宜", "值", "谢", "投诉", "生气", "气死", "无语",
+               "郁闷", "烦", "急", "慢", "快", "!", "！", "哈", "呵", "欺", "太", "很", "真", "美", "丑", "香", "臭",
+               "干净", "脏", "舒服", "漂亮", "方便", "麻烦", "辛苦", "幸福", "开心", "高兴", "伤心", "可惜", "遗憾",
+               "精彩", "无聊", "厉害", "优", "劣", "乱", "吵", "祝", "热烈", "成功", "胜利", "失败", "危险")
+
+
 # Everything above that names a thing or a frame, in the suite's categories (robustness.py's
 # SUITE_VOCABULARY), so that a test can check that the two share nothing.
 TRAIN_VOCABULARY: dict[str, frozenset[str]] = {
     "aspects": frozenset([a.noun for d in _DOMAINS for a in d.aspects] + list(_IDIOM_ASPECTS)),
     "adjectives": frozenset(x for d in _DOMAINS for a in d.aspects for x in a.good + a.bad),
     "subjects": frozenset([p for d in _DOMAINS for p in d.prefixes if p] + [e for d in _DOMAINS for e in d.entities]
-                          + [item for items in _ITEMS.values() for item in items]),
+                          + [item for items in _ITEMS.values() for item in items]
+                          + [subject for subjects in _FACT_SUBJECTS.values() for subject in subjects]),
     "negation_frames": frozenset([frame_shape(f) for frames in _NEGATED_VERBS.values() for f, _ in frames]
                                  + ["{}" + idiom for idiom, _ in _IDIOMS] + [frame_shape(f) for f in _WITHOUT_FRAMES]
                                  + [d for dom in _DOMAINS for d in dom.defects + dom.merits]),
@@ -262,13 +300,17 @@ TRAIN_VOCABULARY: dict[str, frozenset[str]] = {
     "slang_frames": frozenset([frame_shape(f) for f, _, _ in _SLANG]
                               + [frame_shape(f) for fs in _SLANG_AROUND.values() for f in fs]),
     "emoji": frozenset(e for emoji in TRAIN_EMOJI.values() for e in emoji),
+    "fact_frames": frozenset(frame for frames in _FACT_FRAMES.values() for frame in frames),
 }
 
 
 def generate(texts: Sequence[str], labels: Sequence[str], *, kinds: Iterable[str] = KINDS, seed: int = 0,
-             scale: float = 1.0) -> list[Generated]:
+             scale: float = 1.0, statements: Sequence[str] = ()) -> list[Generated]:
     """Generated sentences of ``kinds`` for the training sentences ``texts`` (labels "positive" /
     "negative"): ``SIZES`` times ``scale`` of each part; the same arguments give the same list.
+    ``statements``: real sentences without an opinion (say, customer-service questions); the
+    no_opinion kind samples those that :func:`opinion_free` keeps, labelled ``NEUTRAL``, beside its
+    templates.
 
     The originals are not in it: train on ``texts`` plus these.  No sentence is one of the
     robustness suite's (a real sentence changed into one is dropped; a template that makes one
@@ -303,6 +345,12 @@ def generate(texts: Sequence[str], labels: Sequence[str], *, kinds: Iterable[str
         made += _contrast_joins(real, size("contrast_real"), rng("contrast_real"))
     if "slang" in kinds:
         made += _slang_around(real, size("slang_real"), rng("slang_real"))
+    if "no_opinion" in kinds:
+        made += [Generated(t, NEUTRAL, "no_opinion", "template")
+                 for t in _sample(fact_sentences(), size("no_opinion"), rng("no_opinion"))]
+        free = list(dict.fromkeys(t.strip() for t in statements if isinstance(t, str) and opinion_free(t)))
+        made += [Generated(t, NEUTRAL, "no_opinion", "real")
+                 for t in _sample(free, size("no_opinion_real"), rng("no_opinion_real"))]
     return _held_out(made)
 
 
@@ -358,6 +406,31 @@ def slang_sentences() -> list[tuple[str, str]]:
     for frame, sorts, label in _SLANG:
         out += [(frame.format(item=item), label) for sort in sorts for item in _ITEMS[sort]]
     return _unique(out)
+
+
+def fact_sentences() -> list[str]:
+    """Every statement of fact the no_opinion templates make (这件衣服是白色的, 这部小说有四百页左右)."""
+    out = []
+    for sort, frames in _FACT_FRAMES.items():
+        for subject, frame in product(_FACT_SUBJECTS[sort], frames):
+            out += [frame.format(t=subject, y=y) for y in _FACT_YEARS] if "{y}" in frame else [frame.format(t=subject)]
+    return list(dict.fromkeys(out))
+
+
+def opinion_free(text: str) -> bool:
+    """Whether a real sentence may serve as a statement without an opinion: 4 to 40 chars, mostly
+    Han, and none of ``_EVALUATIVE`` in it (coarse: it keeps 借呗怎么还款, drops 花呗太坑了)."""
+    text = text.strip()
+    if not 4 <= len(text) <= 40 or any(word in text for word in _EVALUATIVE):
+        return False
+    return sum("\u4e00" <= c <= "\u9fff" for c in text) >= 0.6 * len(text)
+
+
+def _sample(pool: list[str], count: int, rng: random.Random) -> list[str]:
+    """``count`` of ``pool`` without repeats, in pool order (the whole pool when it is smaller)."""
+    if count >= len(pool):
+        return list(pool)
+    return [pool[i] for i in sorted(rng.sample(range(len(pool)), count))]
 
 
 def _adjectives(aspect: _Aspect, polarity: str) -> tuple[str, ...]:
@@ -483,6 +556,7 @@ def _suite() -> tuple[frozenset[str], tuple[str, ...]]:
     cases = generate_cases(per_kind=None)
     texts = {_key(t) for c in cases for t in (c.text, c.original) if t is not None}
     texts |= {_key(t) for c in ISSUE_CASES for t in (c.text, c.original) if t is not None}
+    texts |= {_key(t) for t in no_opinion_sentences()}
     issue = tuple(normalize(c.text) for c in ISSUE_CASES if c.original is None)
     return frozenset(texts), issue
 

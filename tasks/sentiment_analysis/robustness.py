@@ -251,6 +251,24 @@ _EMOJI = {POSITIVE: ("😊", "👍", "😄", "🥰", "❤️", "💯"), NEGATIVE
 _PRICES = ("9.9", "19", "39", "59", "99", "128", "199", "299", "499", "999", "1999", "7999")
 
 
+# Statements with no opinion in them (issue 24: "a text with no opinion should not read 0.99"):
+# a colour, a page count, where a place is, when or where a thing was bought.  A binary model
+# still gives them a label; what the suite checks is that it is not sure of it (top probability at
+# most NO_OPINION_CEILING).  Each frame states a fact a reviewer could mention either way: 离地铁近
+# (convenient), 很重 or 刚到 (fast delivery) carry a judgement and are left out.
+NO_OPINION_CEILING = 0.75
+_FACT_FRAMES = {
+    "book": ("{t}有三百页", "{t}有五百多页", "{t}是2018年出版的", "{t}是英文版的", "{t}一共十二章",
+             "{t}是上个月买的", "{t}是朋友送的"),
+    "product": ("{t}是黑色的", "{t}是银色的", "{t}是上个月买的", "{t}是朋友送的", "{t}是在网上买的",
+                "{t}是2021年出的"),
+    "place": ("{t}在人民路上", "{t}在二楼", "{t}早上九点开门", "{t}周一休息", "我们是周五去的{t}",
+              "{t}有两层"),
+}
+_FACT_SUBJECTS = {"book": ("这本书",), "product": ("这款手机", "手机", "这台电脑"),
+                  "place": ("这家店", "这家酒店", "这家餐厅", "这家民宿")}
+
+
 def frame_shape(frame: str) -> str:
     """A template with its slots made alike ("{item}太拉胯了" -> "{}太拉胯了"), so that frames written
     with different slot names compare equal."""
@@ -268,13 +286,15 @@ SUITE_VOCABULARY: dict[str, frozenset[str]] = {
     "aspects": frozenset([a.noun for _, aspects in _DOMAINS.values() for a in aspects] + list(_IDIOM_ASPECTS)),
     "adjectives": frozenset(adjective for _, aspects in _DOMAINS.values() for a in aspects for adjective in a.good + a.bad),
     "subjects": frozenset([p for prefixes, _ in _DOMAINS.values() for p in prefixes if p] + list(_ENTITIES)
-                          + [item for items in _ITEMS.values() for item in items] + list(_SHOPS)),
+                          + [item for items in _ITEMS.values() for item in items] + list(_SHOPS)
+                          + [subject for subjects in _FACT_SUBJECTS.values() for subject in subjects]),
     "negation_frames": frozenset([frame_shape(frame) for frame, _ in _NEGATED_VERBS]
                                  + ["{}" + idiom for idiom, _ in _NEGATION_IDIOMS]),
     "contrast_frames": frozenset([frame_shape(f) for frames in (_MILD_FRAMES, _STRONG_FRAMES) for fs in frames.values()
                                   for f in fs] + [v for verdicts in _VERDICTS.values() for v in verdicts]),
     "slang_frames": frozenset(frame_shape(frame) for frame, _, _ in _SLANG),
     "emoji": frozenset(e for emoji in _EMOJI.values() for e in emoji),
+    "fact_frames": frozenset(f for frames in _FACT_FRAMES.values() for f in frames),
 }
 
 
@@ -348,6 +368,29 @@ def run_suite(predict: Callable[[list[str]], Sequence[str]], cases: Sequence[Cas
         check = "invariance" if kind in INVARIANCE_KINDS else "label"
         report[kind] = {"check": check, "n": n, "held": held / n, "failures": failures}
     return report
+
+
+def no_opinion_sentences() -> list[str]:
+    """Every statement of fact the suite tests for "no opinion", in a fixed order
+    (这本书有三百页, 手机是黑色的, ...)."""
+    return list(dict.fromkeys(frame.format(t=subject) for sort, frames in _FACT_FRAMES.items()
+                              for subject in _FACT_SUBJECTS[sort] for frame in frames))
+
+
+def run_no_opinion(confidence: Callable[[list[str]], Sequence[float]], texts: Sequence[str] | None = None, *,
+                   ceiling: float = NO_OPINION_CEILING, examples: int = 3) -> dict:
+    """Score ``confidence`` (texts in, each text's top label probability out) on statements with no
+    opinion (``no_opinion_sentences()`` unless ``texts``): ``n``, ``held`` (the share read with
+    a top probability of at most ``ceiling``), ``mean_confidence`` and up to ``examples`` of the
+    most confident texts."""
+    texts = list(no_opinion_sentences() if texts is None else texts)
+    said = [float(p) for p in confidence(texts)]
+    if len(said) != len(texts):
+        raise ValueError(f"confidence returned {len(said)} values for {len(texts)} texts; it must return one per text")
+    worst = sorted(zip(said, texts), reverse=True)[:examples]
+    return {"check": f"top probability <= {ceiling}", "n": len(texts),
+            "held": sum(p <= ceiling for p in said) / len(texts), "mean_confidence": sum(said) / len(texts),
+            "failures": [{"text": t, "confidence": round(p, 3)} for p, t in worst if p > ceiling]}
 
 
 # --- labelled cases ------------------------------------------------------------------------------

@@ -24,7 +24,11 @@ starts the deep stage's char table and hashed bigram buckets from corpus vectors
 
 Both stages also train on sentences generated from the train splits and from
 templates (augment.py, issue 24: invariance copies, negation, contrast, slang;
-``--augment none`` turns it off, ``--augment-scale`` sizes it).  The templates'
+``--augment none`` turns it off, ``--augment-scale`` sizes it).  The kind
+no_opinion (opt-in: ``--augment invariance,negation,contrast,slang,no_opinion``)
+adds statements of fact trained towards equal probabilities of both labels, with
+``--neutral-weight``; ``--neutral-text FILE`` adds real sentences without an
+opinion from FILE (e.g. the customer-service questions of BQ and AFQMC train).  The templates'
 vocabulary is disjoint from the robustness suite's, so the suite stays a fair
 dev measure.  The manifest records what was generated.
 
@@ -65,7 +69,7 @@ from taskflow.training import (PackageDraft, Schedule, fit, framework_versions, 
 
 from . import NORMALIZATION, temper
 from .augment import KINDS as AUGMENT_KINDS
-from .augment import generate
+from .augment import NEUTRAL, SIZES, generate
 from .robustness import LABELS
 
 TRAIN_SETS = ("chnsenticorp", "online_shopping_10_cats", "waimai_10k")
@@ -77,6 +81,9 @@ REPORT = [
     ("online_shopping_test", "online_shopping_10_cats/test.tsv"),
     ("waimai_test", "waimai_10k/test.tsv"),
 ]
+# What the shipped model was trained with.  no_opinion (statements of fact trained towards equal
+# probabilities) is opt-in: two runs of it did not beat 1.2.0 on dev (README, "No opinion").
+DEFAULT_AUGMENT = ("invariance", "negation", "contrast", "slang")
 # Calibration: fitted on dev, and reported on dev and (held out) test.
 CALIBRATION_SPLITS = (("chnsenticorp_dev", "chnsenticorp/dev.tsv"), ("chnsenticorp_test", "chnsenticorp/test.tsv"))
 ECE_BINS = 15   # equal-width confidence bins (Guo et al., On Calibration of Modern Neural Networks, 2017)
@@ -104,11 +111,16 @@ def parse_args(argv):
     p.add_argument("--vectors", metavar="DIR",
                    help="corpus vectors (python -m pretraining.vectors --out DIR): the char table and the hashed "
                         "bigram buckets start from their char and bigram vectors")
-    p.add_argument("--augment", default=",".join(AUGMENT_KINDS),
-                   help="--data-dir runs: generated training sentences (augment.py), comma-separated kinds, "
-                        "or 'none' (default: %(default)s)")
+    p.add_argument("--augment", default=",".join(DEFAULT_AUGMENT),
+                   help="--data-dir runs: generated training sentences (augment.py), comma-separated kinds of "
+                        f"{', '.join(AUGMENT_KINDS)}, or 'none' (default: %(default)s)")
     p.add_argument("--augment-scale", type=float, default=1.0,
                    help="multiplies how many sentences of each kind are generated (augment.SIZES; default 1)")
+    p.add_argument("--neutral-text", nargs="+", default=[], metavar="FILE",
+                   help="real sentences without an opinion for the no_opinion kind: text files (one a line, .gz "
+                        "too) or TSV files with a header, whose text_a / text_b / text columns are read")
+    p.add_argument("--neutral-weight", type=float, default=0.5,
+                   help="weight of a no_opinion sentence's loss (cross-entropy to equal probabilities; default 0.5)")
     p.add_argument("--skip-calibration", action="store_true", help="do not fit a temperature on dev after training")
     p.add_argument("--calibrate", metavar="PACKAGE",
                    help="no training: fit the temperature of this existing package on ChnSentiCorp dev "
@@ -128,6 +140,10 @@ def parse_args(argv):
     unknown = sorted(set(kinds) - set(AUGMENT_KINDS))
     if unknown:
         p.error(f"--augment: unknown kinds {unknown}; kinds are {', '.join(AUGMENT_KINDS)} (or 'none')")
+    if args.neutral_weight < 0:
+        p.error(f"--neutral-weight must be >= 0, got {args.neutral_weight}")
+    if args.neutral_text and "no_opinion" not in kinds:
+        p.error("--neutral-text feeds the no_opinion augmentation kind, which --augment leaves out")
     if args.augment_scale < 0:
         p.error(f"--augment-scale must be >= 0, got {args.augment_scale}")
     args.augment_kinds = kinds
@@ -204,10 +220,51 @@ def _init_scale(layer) -> float:
     return float(np.sqrt(3.0) * layer.weight.numpy().std())
 
 
+def targets(labels: np.ndarray, neutral_weight: float) -> np.ndarray:
+    """Per text, the weights of -log p(negative), -log p(positive) in its loss: the gold label's
+    one-hot, or, for a no_opinion sentence (label -1), ``neutral_weight`` times equal halves (the
+    cross-entropy to the uniform distribution, least where both probabilities are 0.5)."""
+    out = np.zeros((len(labels), 2), dtype="float32")
+    known = labels >= 0
+    out[np.flatnonzero(known), labels[known]] = 1.0
+    out[~known] = neutral_weight / 2
+    return out
+
+
+def read_statements(paths: list[str], per_file: int) -> list[str]:
+    """Up to ``per_file`` opinion-free sentences (``augment.opinion_free``) from each
+    ``--neutral-text`` file, evenly spread over it, so that no one source makes up the kind.  A TSV
+    with a header gives its text_a / text_b / text columns; any other file its lines (gzip read
+    by the .gz suffix), cut into sentences at 。；！？."""
+    import gzip
+    import re
+
+    from .augment import opinion_free
+
+    out = []
+    for path in paths:
+        opener = gzip.open if str(path).endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8", newline="") as handle:
+            if ".tsv" in Path(path).suffixes:
+                rows = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+                columns = [c for c in rows.fieldnames or () if c in ("text_a", "text_b", "text")]
+                if not columns:
+                    raise ValueError(f"{path}: a TSV for --neutral-text needs a text_a, text_b or text column; "
+                                     f"its header: {rows.fieldnames}")
+                lines = [row[c] or "" for row in rows for c in columns]
+            else:
+                lines = list(handle)
+        found = list(dict.fromkeys(s.strip() for line in lines for s in re.split(r"[。；！？\n]", line)
+                                   if opinion_free(s)))
+        step = max(1, len(found) // per_file) if per_file else len(found) + 1
+        out += found[::step][:per_file]
+        log(f"{path}: {len(found)} opinion-free sentences, {len(found[::step][:per_file])} taken")
+    return out
+
+
 def train_deep(net, chars: Chars, train_ids, train_y, rows: list[int], dev, args, rng) -> list[dict]:
     """Stage 1: the CNN + n-gram bag, AdamW, warm-up then linear decay; keeps the best epoch on dev."""
     import paddle
-    import paddle.nn.functional as F
 
     def crop(ids):
         # A random window, so long reviews teach their middles and ends too.
@@ -218,7 +275,8 @@ def train_deep(net, chars: Chars, train_ids, train_y, rows: list[int], dev, args
 
     def loss_of(batch):
         probs = net.deep_probs(paddle.to_tensor(chars.pad([crop(train_ids[i]) for i in batch])))
-        return F.nll_loss(paddle.log(paddle.clip(probs, 1e-7, 1.0)), paddle.to_tensor(train_y[batch]))
+        weights = paddle.to_tensor(targets(train_y[batch], args.neutral_weight))
+        return -(weights * paddle.log(paddle.clip(probs, 1e-7, 1.0))).sum(axis=1).mean()
 
     lengths = [min(len(ids), args.max_len) for ids in train_ids]
     steps_per_epoch = -(-len(rows) // args.batch_size)
@@ -252,7 +310,8 @@ def train_wide(net, chars: Chars, train_ids, train_y, dev, args, rng) -> tuple[l
 
     def loss_of(batch):
         logits = net.wide_logits(paddle.to_tensor(chars.pad([wide_rows[i] for i in batch])))
-        return F.cross_entropy(logits, paddle.to_tensor(train_y[batch]))
+        weights = paddle.to_tensor(targets(train_y[batch], args.neutral_weight))
+        return -(weights * F.log_softmax(logits, axis=-1)).sum(axis=1).mean()
 
     batch_size, lengths = 128, [len(row) for row in wide_rows]
     schedule = Schedule(lr=args.wide_lr, steps_per_epoch=-(-len(wide_rows) // batch_size), epochs=args.wide_epochs,
@@ -263,13 +322,14 @@ def train_wide(net, chars: Chars, train_ids, train_y, dev, args, rng) -> tuple[l
     return run.history, run.best["deep_weight"]
 
 
-def augmented(texts: list[str], labels: list[int], kinds: list[str], *, seed: int,
-              scale: float) -> tuple[list[str], list[int], dict | None]:
+def augmented(texts: list[str], labels: list[int], kinds: list[str], *, seed: int, scale: float,
+              statements: list[str] = ()) -> tuple[list[str], list[int], dict | None]:
     """Sentences generated from the training sentences (augment.py), their labels (0/1, as the
-    TSV files'), and what the manifest records of them (None when ``kinds`` is empty)."""
+    TSV files', and -1 for no_opinion), and what the manifest records of them (None when
+    ``kinds`` is empty)."""
     if not kinds:
         return [], [], None
-    made = generate(texts, [LABELS[y] for y in labels], kinds=kinds, seed=seed, scale=scale)
+    made = generate(texts, [LABELS[y] for y in labels], kinds=kinds, seed=seed, scale=scale, statements=statements)
     counts = Counter((g.kind, g.source) for g in made)
     record = {
         "kinds": kinds, "scale": scale, "seed": seed, "sentences": len(made),
@@ -279,7 +339,7 @@ def augmented(texts: list[str], labels: list[int], kinds: list[str], *, seed: in
         "held_out": "templates use augment.TRAIN_VOCABULARY, which shares no word or frame with the robustness "
                     "suite's SUITE_VOCABULARY; no generated sentence is a suite sentence; slang words are shared",
     }
-    return [g.text for g in made], [LABELS.index(g.label) for g in made], record
+    return [g.text for g in made], [-1 if g.label == NEUTRAL else LABELS.index(g.label) for g in made], record
 
 
 def main(argv=None) -> int:
@@ -306,8 +366,14 @@ def main(argv=None) -> int:
     chn_rows = len(read_tsv(data / "chnsenticorp" / "train.tsv")[0]) if sets[0] == "chnsenticorp" else 0
     real_rows = len(texts)
     # After the real rows, so that ChnSentiCorp stays rows [0, chn_rows).
+    statements = read_statements(args.neutral_text, per_file=-(-round(SIZES["no_opinion_real"] * args.augment_scale)
+                                                                // max(1, len(args.neutral_text))))
     extra_texts, extra_labels, augmentation = augmented(texts, labels, args.augment_kinds, seed=args.seed,
-                                                        scale=args.augment_scale)
+                                                        scale=args.augment_scale, statements=statements)
+    if augmentation and "no_opinion" in args.augment_kinds:
+        augmentation["no_opinion"] = {"weight": args.neutral_weight, "target": "equal probabilities",
+                                      "statements_from": [portable_path(p) for p in args.neutral_text],
+                                      "statements_read": len(statements)}
     texts, labels = texts + extra_texts, labels + extra_labels
     if augmentation:
         log(f"{real_rows} training sentences and {len(extra_texts)} generated: {augmentation['by_kind']}")
