@@ -93,7 +93,7 @@ def positive_probability(model: Classifier, inputs: Inputs, items: list, batch_s
 
 def sentiment_data(args) -> tuple[list, dict]:
     """(training items, evaluation splits): items are ``(text, label)``."""
-    from taskflow.tasks.sentiment_analysis.train import augmented, read_tsv
+    from taskflow.tasks.sentiment_analysis.train import DEFAULT_AUGMENT, augmented, read_tsv
 
     root = Path(args.data_dir)
     texts, labels = [], []
@@ -102,8 +102,7 @@ def sentiment_data(args) -> tuple[list, dict]:
         texts += t
         labels += y
     if args.augment:
-        from taskflow.tasks.sentiment_analysis.augment import KINDS
-        made, made_labels, _ = augmented(texts, labels, list(KINDS), seed=0, scale=1.0)
+        made, made_labels, _ = augmented(texts, labels, list(DEFAULT_AUGMENT), seed=0, scale=1.0)
         log(f"augmentation: {len(made)} sentences")
         texts, labels = texts + made, labels + made_labels
     splits = {f"{name}/{split}": list(zip(*read_tsv(root / name / f"{split}.tsv")))

@@ -174,6 +174,18 @@ def test_no_opinion_sentences_train_towards_equal_probabilities():
     assert grid[loss.argmin()] == pytest.approx(0.5)
 
 
+def test_only_the_opt_in_no_opinion_kind_adds_texts_without_a_label():
+    """What other trainers reuse (pretraining/finetune_classifier.py takes DEFAULT_AUGMENT): the
+    default kinds give labels 0 / 1 only; no_opinion's texts carry -1, the recipe's "equal halves"."""
+    from taskflow.tasks.sentiment_analysis.train import DEFAULT_AUGMENT, augmented
+
+    texts, labels = [t for t, _ in REAL] * 20, [int(y == "positive") for _, y in REAL] * 20
+    _, default_labels, record = augmented(texts, labels, list(DEFAULT_AUGMENT), seed=0, scale=0.05)
+    assert set(default_labels) == {0, 1} and "neutral" not in record["labels"]
+    _, all_labels, _ = augmented(texts, labels, list(DEFAULT_AUGMENT) + ["no_opinion"], seed=0, scale=0.05)
+    assert set(all_labels) == {-1, 0, 1}
+
+
 def test_faint_or_ambiguous_negations_are_not_generated():
     from taskflow.tasks.sentiment_analysis.augment import negation_sentences
 
