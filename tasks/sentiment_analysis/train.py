@@ -231,8 +231,8 @@ def targets(labels: np.ndarray, neutral_weight: float) -> np.ndarray:
     return out
 
 
-def read_statements(paths: list[str], per_file: int) -> list[str]:
-    """Up to ``per_file`` opinion-free sentences (``augment.opinion_free``) from each
+def read_statements(paths: list[str], total: int) -> list[str]:
+    """About ``total`` opinion-free sentences (``augment.opinion_free``), an equal share from each
     ``--neutral-text`` file, evenly spread over it, so that no one source makes up the kind.  A TSV
     with a header gives its text_a / text_b / text columns; any other file its lines (gzip read
     by the .gz suffix), cut into sentences at 。；！？."""
@@ -241,6 +241,7 @@ def read_statements(paths: list[str], per_file: int) -> list[str]:
 
     from .augment import opinion_free
 
+    per_file = -(-total // max(1, len(paths)))
     out = []
     for path in paths:
         opener = gzip.open if str(path).endswith(".gz") else open
@@ -256,9 +257,9 @@ def read_statements(paths: list[str], per_file: int) -> list[str]:
                 lines = list(handle)
         found = list(dict.fromkeys(s.strip() for line in lines for s in re.split(r"[。；！？\n]", line)
                                    if opinion_free(s)))
-        step = max(1, len(found) // per_file) if per_file else len(found) + 1
-        out += found[::step][:per_file]
-        log(f"{path}: {len(found)} opinion-free sentences, {len(found[::step][:per_file])} taken")
+        taken = found[::max(1, len(found) // per_file)][:per_file] if per_file else []
+        out += taken
+        log(f"{path}: {len(found)} opinion-free sentences, {len(taken)} taken")
     return out
 
 
@@ -365,9 +366,8 @@ def main(argv=None) -> int:
         labels += y
     chn_rows = len(read_tsv(data / "chnsenticorp" / "train.tsv")[0]) if sets[0] == "chnsenticorp" else 0
     real_rows = len(texts)
+    statements = read_statements(args.neutral_text, round(SIZES["no_opinion_real"] * args.augment_scale))
     # After the real rows, so that ChnSentiCorp stays rows [0, chn_rows).
-    statements = read_statements(args.neutral_text, per_file=-(-round(SIZES["no_opinion_real"] * args.augment_scale)
-                                                                // max(1, len(args.neutral_text))))
     extra_texts, extra_labels, augmentation = augmented(texts, labels, args.augment_kinds, seed=args.seed,
                                                         scale=args.augment_scale, statements=statements)
     if augmentation and "no_opinion" in args.augment_kinds:
