@@ -1,10 +1,11 @@
-"""Fine-tune the pretrained encoder with a classification head, and score it: the accurate tier's
-probe for sentiment (one text) and text similarity (a pair, read together as a cross-encoder).
+"""Fine-tune the pretrained encoder with a classification head, score it, and write the package that
+``Taskflow`` runs: the accurate tier's recipe for sentiment (one text) and text similarity (a pair,
+read together as a cross-encoder).
 
     python -m pretraining.finetune_classifier sentiment --encoder CHECKPOINT \\
-        --data-dir ../shared/data/sentiment --out pretraining/runs/ft_sentiment [--augment]
+        --data-dir ../shared/data/sentiment --out PACKAGE [--augment] [--float16]
     python -m pretraining.finetune_classifier similarity --encoder CHECKPOINT \\
-        --data-dir ../shared/data/matching --out pretraining/runs/ft_similarity [--hard-negatives N]
+        --data-dir ../shared/data/matching --out PACKAGE [--hard-negatives N] [--float16]
 
 The data are the fast recipes' own, read by their code, so the figures sit beside theirs:
 
@@ -18,17 +19,22 @@ The data are the fast recipes' own, read by their code, so the figures sit besid
   are scored with it.
 
 Input ids are ``[CLS] text [SEP]`` or ``[CLS] text1 [SEP] text2 [SEP]``; the head reads the final
-``[CLS]`` state.  No epoch is selected (a fixed schedule: warm-up, linear decay).  The result is a
-PyTorch state dict and ``report.json``; there is no Paddle package yet, since no run has beaten a fast
-model on dev (pretraining/README.md, *CPU fine-tuning probes*).
+``[CLS]`` state.  A pair is trained in a random order each time it is drawn and scored as the mean
+of both orders, which is how ``text_similarity`` runs the package (a symmetric score).  No epoch is
+selected (a fixed schedule: warm-up, linear decay).  ``--out`` gets a package of
+``architecture.type: transformer_classifier`` (``taskflow.encoder.network.TransformerClassifier``)
+for ``sentiment_analysis`` or ``text_similarity``, the figures in its manifest's ``metrics``;
+``--checkpoint`` also keeps the PyTorch state dict.  Runs on a GPU where there is one
+(``--device``, bf16 autocast by default there).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
 import random
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,9 +43,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from taskflow.encoder import CLS, NORMALIZATION, SEP, CharVocab
+from taskflow.encoder import CLASSIFIER_TYPE, CLS, NORMALIZATION, SEP, CharVocab
+from taskflow.packages import write_package
+from taskflow.tasks.text_similarity.features import NORMALIZATION as PAIR_NORMALIZATION, model_text
 from taskflow.text import Normalizer
 
+from .convert import paddle_arrays, write_weights
 from .finetune_span import adamw_with_warmup, add_optimizer_options, update
 from .model import Encoder, EncoderConfig
 
@@ -61,16 +70,21 @@ class Classifier(nn.Module):
 
 
 class Inputs:
-    """Texts (or pairs) -> padded id batches, each text cut to ``max_chars`` chars."""
+    """Texts (or pairs) -> padded id batches, each text read as the task reads it: normalised by
+    ``normalization`` and cut to ``max_chars`` chars (a pair's texts by ``text_similarity``'s
+    ``model_text``, which also drops punctuation and whitespace when the normalisation says so)."""
 
-    def __init__(self, vocab: CharVocab, max_chars: int):
-        self.vocab, self.max_chars, self.normalize = vocab, max_chars, Normalizer(NORMALIZATION)
+    def __init__(self, vocab: CharVocab, max_chars: int, normalization=NORMALIZATION):
+        self.vocab, self.max_chars, self.normalize = vocab, max_chars, Normalizer(normalization)
 
     def ids(self, item) -> np.ndarray:
-        texts = (item,) if isinstance(item, str) else item
+        if isinstance(item, str):
+            texts = (self.normalize(item)[:self.max_chars],)
+        else:
+            texts = tuple(model_text(text, self.max_chars, self.normalize) for text in item)
         parts = [[CLS]]
         for text in texts:
-            parts += [self.vocab.encode_array(self.normalize(text))[:self.max_chars], [SEP]]
+            parts += [self.vocab.encode_array(text), [SEP]]
         return np.concatenate(parts).astype(np.int64)
 
     def batch(self, items) -> torch.Tensor:
@@ -81,14 +95,22 @@ class Inputs:
         return torch.from_numpy(out)
 
 
-def positive_probability(model: Classifier, inputs: Inputs, items: list, batch_size: int = 128) -> np.ndarray:
+def positive_probability(model: Classifier, inputs: Inputs, items: list, *, batch_size: int = 128,
+                         device=torch.device("cpu"), autocast=None) -> np.ndarray:
+    """The probability of label 1 for each text, or each pair as the mean over its two orders
+    (``autocast``: a context to run the model in, e.g. bf16 autocast)."""
+    pairs = bool(items) and not isinstance(items[0], str)
+    if pairs:
+        items = list(items) + [(b, a) for a, b in items]
     model.eval()
     out = []
-    with torch.no_grad():
+    with torch.no_grad(), autocast or contextlib.nullcontext():
         for begin in range(0, len(items), batch_size):
-            out.append(F.softmax(model(inputs.batch(items[begin:begin + batch_size])), -1)[:, 1].numpy())
+            logits = model(inputs.batch(items[begin:begin + batch_size]).to(device)).float()
+            out.append(F.softmax(logits, -1)[:, 1].cpu().numpy())
     model.train()
-    return np.concatenate(out) if out else np.zeros(0)
+    p = np.concatenate(out) if out else np.zeros(0)
+    return (p[:len(p) // 2] + p[len(p) // 2:]) / 2 if pairs else p
 
 
 def sentiment_data(args) -> tuple[list, dict]:
@@ -115,7 +137,8 @@ def similarity_data(args) -> tuple[list, dict, dict]:
     from taskflow.tasks.text_similarity import train as recipe
 
     recipe_args = recipe.parse_args(["--data-dir", args.data_dir, "--out", str(args.out),
-                                     "--hard-negatives", str(args.hard_negatives)])
+                                     "--hard-negatives", str(args.hard_negatives),
+                                     *(["--lcqmc-held-out", str(args.lcqmc_held_out)] if args.lcqmc_held_out else [])])
     _, parts, _, selection, report, _ = recipe.load_pairs(recipe_args)
     train = []
     for name, pairs in parts.items():
@@ -133,19 +156,37 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("task", choices=("sentiment", "similarity"))
     parser.add_argument("--encoder", required=True, help="a pretraining checkpoint.pt (portable.py unpack)")
     parser.add_argument("--data-dir", required=True)
-    parser.add_argument("--out", required=True, type=Path, help="folder for model.pt and report.json")
+    parser.add_argument("--out", required=True, type=Path, help="the package folder to write")
+    parser.add_argument("--name", help="model name (default: the --out folder's name)")
+    parser.add_argument("--version", default="1.0.0")
+    parser.add_argument("--float16", action="store_true", help="store matrices as float16 (half the size)")
+    parser.add_argument("--checkpoint", type=Path, help="also save the PyTorch state dict here")
     parser.add_argument("--augment", action="store_true", help="sentiment: add augment.py's sentences")
     parser.add_argument("--hard-negatives", type=int, default=0, help="similarity: as the fast recipe's option")
+    parser.add_argument("--lcqmc-held-out", type=int, help="similarity: as the fast recipe's option (default: its own)")
     parser.add_argument("--max-chars", type=int, default=None, help="chars per text (default: 126 / 62 a pair text)")
     add_optimizer_options(parser, epochs=1.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1 ... (auto: cuda where there is one)")
+    parser.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=None, help="default: on with CUDA")
     parser.add_argument("--threads", type=int)
     return parser.parse_args(argv)
+
+
+# What each recipe task's package is for, and its labels in output order.
+PACKAGE_TASKS = {"sentiment": ("sentiment_analysis", ["negative", "positive"]),
+                 "similarity": ("text_similarity", [0, 1])}
+# How each reads text: the encoder's own normalisation; pairs as the fast matcher reads them, also
+# without punctuation and spaces (its "strip" step keeps every char the encoder's vocabulary knows).
+READING = {"sentiment": NORMALIZATION, "similarity": PAIR_NORMALIZATION}
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     started = time.monotonic()
+    cuda = torch.cuda.is_available() if args.device == "auto" else args.device.startswith("cuda")
+    device = torch.device("cuda" if cuda else "cpu") if args.device == "auto" else torch.device(args.device)
+    use_bf16 = cuda if args.bf16 is None else args.bf16
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -155,8 +196,10 @@ def main(argv=None) -> int:
     model = Classifier(config)
     state = {k[len("encoder."):]: v for k, v in checkpoint["model"].items() if k.startswith("encoder.")}
     model.encoder.load_state_dict(state)
-    inputs = Inputs(CharVocab(checkpoint["vocab"]),
-                    args.max_chars or (126 if args.task == "sentiment" else 62))
+    model.to(device).train()
+    vocab = CharVocab(checkpoint["vocab"])
+    max_chars = args.max_chars or (126 if args.task == "sentiment" else 62)
+    inputs = Inputs(vocab, max_chars, READING[args.task])
 
     if args.task == "sentiment":
         train, report_splits = sentiment_data(args)
@@ -165,20 +208,30 @@ def main(argv=None) -> int:
         train, selection, report_splits = similarity_data(args)
     log(f"{len(train)} training items")
 
+    def autocast():
+        return torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16)
+
+    def probability(items):
+        return positive_probability(model, inputs, items, device=device, autocast=autocast())
+
+    def drawn(item):   # a pair in a random order each time, so the model learns no side
+        return item if isinstance(item, str) or rng.random() < 0.5 else item[::-1]
+
     # Batches of similar length (fewer padded positions: CPU time is the budget), in a shuffled order.
     def length(item):
         return len(item[0]) if isinstance(item[0], str) else sum(map(len, item[0]))
     order = sorted(range(len(train)), key=lambda i: length(train[i]))
     batches = [order[i:i + args.batch_size] for i in range(0, len(order), args.batch_size)]
     total = max(1, round(len(batches) * args.epochs))
-    optimizer, scheduler, _ = adamw_with_warmup(model, args, total)
+    optimizer, scheduler, warmup = adamw_with_warmup(model, args, total, fused=cuda)
     step, tokens = 0, 0
-    model.train()
     while step < total:
         rng.shuffle(batches)
         for batch in batches[:total - step]:
-            ids = inputs.batch([train[i][0] for i in batch])
-            loss = F.cross_entropy(model(ids), torch.tensor([train[i][1] for i in batch]))
+            ids = inputs.batch([drawn(train[i][0]) for i in batch]).to(device)
+            with autocast():
+                logits = model(ids)
+            loss = F.cross_entropy(logits.float(), torch.tensor([train[i][1] for i in batch], device=device))
             update(model, loss, optimizer, scheduler)
             step += 1
             tokens += ids.numel()
@@ -188,13 +241,13 @@ def main(argv=None) -> int:
     train_minutes = (time.monotonic() - started) / 60
 
     def accuracy(items, threshold):
-        p = positive_probability(model, inputs, [x for x, _ in items])
+        p = probability([x for x, _ in items])
         return float(((p >= threshold) == np.array([y for _, y in items])).mean()) if items else None
 
     threshold, figures = 0.5, {}
     if selection:   # the fast recipe's rule: the threshold best on the selection splits together
         pooled = [item for items in selection.values() for item in items]
-        p = positive_probability(model, inputs, [x for x, _ in pooled])
+        p = probability([x for x, _ in pooled])
         y = np.array([label for _, label in pooled])
         candidates = np.unique(np.round(p, 4))
         threshold = float(max(candidates, key=lambda t: ((p >= t) == y).mean()))
@@ -204,22 +257,45 @@ def main(argv=None) -> int:
         from taskflow.tasks.sentiment_analysis.robustness import LABELLED_KINDS, LABELS, generate_cases, run_suite
 
         cases = [c for c in generate_cases(seed=0, per_kind=300) if c.kind in LABELLED_KINDS]
-        suite = run_suite(lambda texts: [LABELS[int(p >= 0.5)] for p in positive_probability(model, inputs, texts)],
-                          cases)
+        suite = run_suite(lambda texts: [LABELS[int(p >= 0.5)] for p in probability(texts)], cases)
         figures.update({f"suite_{kind}": r["held"] for kind, r in suite.items()})
     for name, value in figures.items():
         log(f"{name}: {value:.4f}")
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    torch.save({"model": model.state_dict(), "config": config.__dict__, "vocab": checkpoint["vocab"]},
-               args.out / "model.pt")
-    report = {"task": args.task, "encoder": {"file": str(args.encoder), "step": checkpoint["step"]},
-              "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-              "training_items": len(train), "steps": step, "train_minutes": round(train_minutes, 1),
-              "tokens_per_s": round(tokens / max(train_minutes * 60, 1e-9)), "threshold": threshold,
-              "figures": {k: round(v, 4) for k, v in figures.items()}}
-    (args.out / "report.json").write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    log(f"wrote {args.out}")
+    model.cpu().eval()
+    if args.checkpoint:
+        torch.save({"model": model.state_dict(), "config": config.__dict__, "vocab": checkpoint["vocab"]},
+                   args.checkpoint)
+    task, labels = PACKAGE_TASKS[args.task]
+    fields = {
+        "task": task, "name": args.name or args.out.name, "version": args.version,
+        "description": "the project's pretrained char encoder with a classification head on [CLS], fine-tuned "
+                       + ("for sentiment" if args.task == "sentiment" else "as a cross-encoder of the two texts"),
+        "architecture": {"type": CLASSIFIER_TYPE, **config.architecture(), "num_labels": len(labels)},
+        "labels": labels, "normalization": list(READING[args.task]), "max_length": max_chars,
+        "training": {"encoder": {"steps": checkpoint["step"], "tokens": checkpoint["tokens"],
+                                 "objective": checkpoint["config"]["objective"]},
+                     "items": len(train), "augment": args.augment, "hard_negatives": args.hard_negatives,
+                     "optimizer": {"name": "AdamW", "lr": args.lr, "warmup": warmup, "schedule": "linear decay",
+                                   "batch_size": args.batch_size, "seed": args.seed},
+                     "steps": step, "epochs": round(step / len(batches), 2), "minutes": round(train_minutes, 1),
+                     "tokens_per_s": round(tokens / max(train_minutes * 60, 1e-9)),
+                     "device": device.type, "bf16": use_bf16},
+        "metrics": {k: round(v, 4) for k, v in figures.items()},
+        "framework": {"torch": torch.__version__, "numpy": np.__version__},
+    }
+    if args.task == "similarity":
+        fields["threshold"] = threshold
+    with tempfile.TemporaryDirectory(prefix="taskflow-classifier-") as scratch:
+        scratch = Path(scratch)
+        # The Paddle network is the encoder itself with the head beside it: no "encoder." prefix.
+        arrays = paddle_arrays(model, float16=args.float16)
+        write_weights(scratch / "weights.npz",
+                      {name.removeprefix("encoder."): array for name, array in arrays.items()})
+        vocab.save(scratch / "vocab.txt")
+        manifest = write_package(args.out, fields, {"weights.npz": scratch / "weights.npz",
+                                                    "vocab.txt": scratch / "vocab.txt"})
+    log(f"wrote {args.out}: {manifest.name} {manifest.version}")
     return 0
 
 

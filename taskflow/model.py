@@ -44,6 +44,7 @@ _NETWORKS: dict[str, str] = {
     # Networks of the core, shared by tasks (task packages register their own when imported).
     "transformer_encoder": "taskflow.encoder.network:TransformerEncoder",
     "transformer_span": "taskflow.encoder.network:TransformerSpanExtractor",
+    "transformer_classifier": "taskflow.encoder.network:TransformerClassifier",
 }
 
 

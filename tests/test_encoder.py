@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from taskflow.encoder import CLS, NORMALIZATION, SEP, SPECIAL_TOKENS, CharVocab
+from taskflow import Taskflow
+from taskflow.encoder import CLS, NORMALIZATION, SEP, SPECIAL_TOKENS, CharVocab, add_cls_sep
 from taskflow.model import Model, network_class
 from taskflow.packages import write_package
 from taskflow.predictor import InputSpec, PredictorOptions
@@ -40,18 +41,21 @@ def parity():
     return data
 
 
-def _package(folder: Path, parity: dict, network_type: str) -> Path:
-    """A model package of the fixture's weights, as ``pretraining/convert.py`` lays one out."""
+def _package(folder: Path, parity: dict, network_type: str, task: str = "encoder", **fields) -> Path:
+    """A model package of the fixture's weights, as ``pretraining/convert.py`` lays one out; a
+    classifier's head is the fixture's two-way span layer (its outputs are known from ``hidden``)."""
     weights = {k: v for k, v in parity["weights"].items() if network_type == "transformer_span" or not k.startswith("span.")}
+    if network_type == "transformer_classifier":
+        weights.update({"head." + k[len("span."):]: v for k, v in parity["weights"].items() if k.startswith("span.")})
     buffer = io.BytesIO()
     np.savez(buffer, **weights)
     folder.mkdir(parents=True)
     (folder / "weights.npz").write_bytes(buffer.getvalue())
     chars = [chr(0x4E00 + i) for i in range(parity["config"]["vocab_size"] - len(SPECIAL_TOKENS))]
     CharVocab([*SPECIAL_TOKENS, *chars]).save(folder / "vocab.txt")
-    write_package(folder, {"task": "encoder", "name": folder.name, "version": "1.0.0",
+    write_package(folder, {"task": task, "name": folder.name, "version": "1.0.0",
                            "architecture": {"type": network_type, **parity["config"]},
-                           "normalization": list(NORMALIZATION)},
+                           "normalization": list(NORMALIZATION), **fields},
                   {"weights.npz": folder / "weights.npz", "vocab.txt": folder / "vocab.txt"})
     return folder
 
@@ -59,7 +63,8 @@ def _package(folder: Path, parity: dict, network_type: str) -> Path:
 @pytest.fixture(scope="module")
 def packages(parity, tmp_path_factory):
     root = tmp_path_factory.mktemp("encoder-packages")
-    return {kind: _package(root / kind, parity, kind) for kind in ("transformer_encoder", "transformer_span")}
+    return {kind: _package(root / kind, parity, kind)
+            for kind in ("transformer_encoder", "transformer_span", "transformer_classifier")}
 
 
 def _predictor(package: Path, *, static: bool = True):
@@ -82,6 +87,23 @@ def test_the_span_extractor_reproduces_pytorch_through_the_static_program(parity
     start, end = static_runs["transformer_span"].run({"input_ids": parity["input_ids"]})
     np.testing.assert_allclose(start, parity["start"], atol=TOLERANCE, rtol=0)
     np.testing.assert_allclose(end, parity["end"], atol=TOLERANCE, rtol=0)
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _classifier_expected(parity) -> np.ndarray:
+    """What the classifier must give for the fixture's inputs: the span layer on the [CLS] position."""
+    weights = parity["weights"]
+    return _softmax(parity["hidden"][:, 0] @ weights["span.weight"] + weights["span.bias"])
+
+
+def test_the_classifier_reads_the_first_position_through_the_static_program(parity, static_runs):
+    (probabilities,) = static_runs["transformer_classifier"].run({"input_ids": parity["input_ids"]})
+    assert probabilities.shape == (len(parity["input_ids"]), 2)
+    np.testing.assert_allclose(probabilities, _classifier_expected(parity), atol=TOLERANCE, rtol=0)
 
 
 def test_the_dynamic_network_reproduces_pytorch(parity):
@@ -119,7 +141,7 @@ def test_the_fixture_has_padding_and_real_rows_of_every_length(parity):
 
 
 # ---------------------------------------------------------------- contract
-@pytest.mark.parametrize("kind", ["transformer_encoder", "transformer_span"])
+@pytest.mark.parametrize("kind", ["transformer_encoder", "transformer_span", "transformer_classifier"])
 def test_static_export_equals_the_dynamic_graph(parity, packages, static_runs, kind):
     static = static_runs[kind].run({"input_ids": parity["input_ids"]})
     dynamic = _predictor(packages[kind], static=False).run({"input_ids": parity["input_ids"]})
@@ -142,6 +164,125 @@ def test_padding_and_batch_mates_do_not_change_a_texts_outputs(parity, static_ru
         for out_alone, out_padded, out_together in zip(alone, padded, together):
             np.testing.assert_allclose(out_alone[0], out_together[row, :length], atol=1e-5, rtol=0)
             np.testing.assert_allclose(out_padded[0, :length], out_together[row, :length], atol=1e-5, rtol=0)
+
+
+def test_a_classifiers_probabilities_do_not_depend_on_padding_or_batch_mates(parity, static_runs):
+    predictor = static_runs["transformer_classifier"]
+    batch = parity["input_ids"]
+    (together,) = predictor.run({"input_ids": batch})
+    for row, ids in enumerate(batch):
+        (alone,) = predictor.run({"input_ids": ids[None, :int((ids > 0).sum())]})
+        np.testing.assert_allclose(alone[0], together[row], atol=1e-5, rtol=0)
+
+
+def test_add_cls_sep_frames_each_row_at_its_own_length():
+    ids = np.array([[7, 8, 9], [7, 0, 0], [1, 5, 0]], dtype=np.int64)
+    assert add_cls_sep(ids).tolist() == [[CLS, 7, 8, 9, SEP], [CLS, 7, SEP, 0, 0], [CLS, 1, 5, SEP, 0]]
+    assert add_cls_sep(ids).dtype == np.int64
+
+
+def test_sentiment_analysis_runs_an_encoder_classifier_package_framed_and_chunked(parity, tmp_path):
+    """``Taskflow`` with a ``transformer_classifier`` package: the texts are framed as [CLS] text [SEP],
+    a text over ``max_length`` is cut into chunks whose probabilities are averaged, and a text's
+    result does not depend on its batch."""
+    package = _package(tmp_path / "senta", parity, "transformer_classifier", task="sentiment_analysis",
+                       labels=["negative", "positive"], max_length=8)
+    senta = Taskflow("sentiment_analysis", task_path=str(package), return_all_scores=True)
+    model = Model.load("sentiment_analysis", None, task_path=package, options=PredictorOptions(num_threads=1))
+    vocab = model.vocab(CharVocab.load)
+    (direct,) = model.predictor([InputSpec("input_ids", "int64", (4, 10))]).run(
+        {"input_ids": add_cls_sep(np.array([vocab.encode("一丁七万")], dtype=np.int64))})
+
+    short, long_text = "一丁七万", "一丁七万丈三上下。不与丏丐丑丒专且丕世"
+    alone = senta(short)[0]
+    assert alone["scores"]["positive"] == pytest.approx(float(direct[0, 1]), abs=1e-5)
+    assert alone["label"] == ("positive" if direct[0, 1] > direct[0, 0] else "negative")
+    together = senta([short, long_text, "丁"])
+    assert together[0]["scores"] == pytest.approx(alone["scores"], abs=1e-5)
+    assert [r["text"] for r in together] == [short, long_text, "丁"]
+    assert sum(together[1]["scores"].values()) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_text_similarity_runs_an_encoder_classifier_as_a_symmetric_cross_encoder(parity, tmp_path):
+    """A ``transformer_classifier`` package for text_similarity reads ``[CLS] a [SEP] b [SEP]`` in both
+    orders and averages them; texts are read as the fast matcher reads them (no punctuation), cut to
+    ``max_length`` each, and a pair's score does not depend on its batch."""
+    package = _package(tmp_path / "pairs", parity, "transformer_classifier", task="text_similarity",
+                       labels=[0, 1], max_length=6, threshold=0.5, normalization=["t2s", "width", "lower", "strip"])
+    match = Taskflow("text_similarity", task_path=str(package))
+    model = Model.load("text_similarity", None, task_path=package, options=PredictorOptions(num_threads=1))
+    vocab = model.vocab(CharVocab.load)
+    predictor = model.predictor([InputSpec("input_ids", "int64", (4, 15))])
+
+    def direct(a: str, b: str) -> float:
+        rows = [[CLS, *vocab.encode(x), SEP, *vocab.encode(y), SEP] for x, y in ((a, b), (b, a))]
+        (probabilities,) = predictor.run({"input_ids": np.array(rows, dtype=np.int64)})
+        return float(probabilities[:, 1].mean())
+
+    pairs = [["一丁七", "万丈三上"], ["一丁七，万丈三上下不与", "丁七"], ["丁", "丁。"]]
+    results = match(pairs)
+    assert results[0]["similarity"] == pytest.approx(direct("一丁七", "万丈三上"), abs=1e-5)
+    assert results[1]["similarity"] == pytest.approx(direct("一丁七万丈三", "丁七"), abs=1e-5)   # no comma, 6 chars
+    assert results[2]["similarity"] == 1.0                                                        # read identically
+    assert [r["label"] for r in results] == [int(r["similarity"] >= 0.5) for r in results]
+    swapped = match([[b, a] for a, b in pairs])
+    assert [r["similarity"] for r in swapped] == pytest.approx([r["similarity"] for r in results], abs=1e-6)
+    assert match(pairs[:1])[0]["similarity"] == pytest.approx(results[0]["similarity"], abs=1e-5)
+    with pytest.raises(Exception, match="bi-encoder"):
+        Taskflow("text_similarity", task_path=str(package), return_embeddings=True)
+
+
+def _chars(first: int, count: int) -> str:
+    """``count`` chars of the fixture's vocabulary (U+4E00 onwards), from its ``first``."""
+    return "".join(chr(0x4E00 + (first + i) % 45) for i in range(count))
+
+
+def test_reading_comprehension_runs_a_span_encoder_over_windows_of_question_and_context(parity, tmp_path):
+    """A ``transformer_span`` package reads ``[CLS] question [SEP] window [SEP]``: a context longer
+    than a window is read in overlapping windows, [CLS] is the window's NULL, and the answer is the
+    best span of NULL-first softmaxed logits over all windows, in the caller's context offsets."""
+    package = _package(tmp_path / "reader", parity, "transformer_span", task="reading_comprehension",
+                       max_seq_len=24, doc_stride=4, max_question_len=5, max_answer_len=5)
+    qa = Taskflow("reading_comprehension", task_path=str(package), top_k=3)
+    model = Model.load("reading_comprehension", None, task_path=package, options=PredictorOptions(num_threads=1))
+    vocab = model.vocab(CharVocab.load)
+    predictor = model.predictor([InputSpec("input_ids", "int64", (4, 24))])
+
+    context, question = _chars(3, 40), _chars(30, 7)          # the question is cut to 5 chars
+    q = vocab.encode(model.normalizer(question))[:5]       # t2s maps some of these chars (丟 -> 丢)
+    expected = {}
+    for begin, end in ((0, 16), (12, 28), (24, 40)):           # 24 - 5 - 3 = 16 chars a window, 4 shared
+        ids = np.array([[CLS, *q, SEP, *vocab.encode(model.normalizer(context[begin:end])), SEP]], dtype=np.int64)
+        start, stop = predictor.run({"input_ids": ids})
+        p = [_softmax(np.concatenate([x[0, :1], x[0, 7:7 + end - begin]]).astype(np.float64)) for x in (start, stop)]
+        for i in range(end - begin):
+            for j in range(i, min(i + 5, end - begin)):
+                key = (begin + i, begin + j + 1)
+                expected[key] = max(expected.get(key, 0.0), p[0][i + 1] * p[1][j + 1])
+    best = sorted(expected.items(), key=lambda kv: -kv[1])[:3]
+    answers = qa({"context": context, "question": question})[0]
+    assert [(a["start"], a["end"]) for a in answers] == [key for key, _ in best]
+    assert [a["score"] for a in answers] == pytest.approx([score for _, score in best], rel=1e-4)
+    assert all(a["answer"] == context[a["start"]:a["end"]] and len(a["answer"]) <= 5 for a in answers)
+
+
+def test_a_span_encoder_refuses_windows_it_cannot_read_and_ensembles(parity, tmp_path):
+    from taskflow.errors import ManifestError, OptionError
+
+    package = _package(tmp_path / "reader", parity, "transformer_span", task="reading_comprehension",
+                       max_seq_len=24, doc_stride=4, max_question_len=5, max_answer_len=5)
+    with pytest.raises(OptionError, match="24 positions"):
+        Taskflow("reading_comprehension", task_path=str(package), max_seq_len=32)
+    with pytest.raises(OptionError, match="context chars a window"):
+        Taskflow("reading_comprehension", task_path=str(package), max_seq_len=12, doc_stride=4)
+    _package(package / "partner", parity, "transformer_span", task="reading_comprehension", max_seq_len=24)
+    manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
+    manifest.update(requires={"partner": "./partner"}, ensemble=["partner"])
+    (package / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(ManifestError, match="cannot vote"):
+        Taskflow("reading_comprehension", task_path=str(package))
+    assert Taskflow("reading_comprehension", task_path=str(package), ensemble=False)(
+        {"context": _chars(0, 10), "question": _chars(3, 2)})[0]["answer"]
 
 
 def test_span_logits_put_padding_out_of_reach(parity, static_runs):
@@ -371,7 +512,7 @@ def _toy_checkpoint(torch, path: Path, recipe_model, chars: str) -> None:
                                         num_heads=4, ffn_size=64, max_len=128)
     torch.manual_seed(0)
     encoder = recipe_model.Encoder(config)
-    torch.save({"config": {"encoder": config.__dict__, "objective": "mlm"}, "step": 0,
+    torch.save({"config": {"encoder": config.__dict__, "objective": "mlm"}, "step": 0, "tokens": 0,
                 "model": {f"encoder.{k}": v for k, v in encoder.state_dict().items()},
                 "vocab": [*SPECIAL_TOKENS, *chars]}, path)
 
@@ -404,20 +545,66 @@ def test_classifier_fine_tuning_learns_a_toy_rule_and_reports_every_split(tmp_pa
     for name in ("chnsenticorp", "online_shopping_10_cats", "waimai_10k"):
         for split, count in (("train", 120), ("dev", 40), ("test", 40)):
             _write_tsv(data / name / f"{split}.tsv", ["label", "text"], [review() for _ in range(count)])
-    out = tmp_path / "run"
+    out = tmp_path / "package"
     assert finetune_classifier.main(["sentiment", "--encoder", str(tmp_path / "checkpoint.pt"), "--data-dir", str(data),
                                      "--out", str(out), "--epochs", "6", "--lr", "2e-3", "--batch-size", "16",
-                                     "--max-chars", "100", "--threads", "1"]) == 0
-    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+                                     "--max-chars", "100", "--threads", "1", "--checkpoint", str(tmp_path / "model.pt")]) == 0
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     splits = [f"{n}/{s}" for n in ("chnsenticorp", "online_shopping_10_cats", "waimai_10k") for s in ("dev", "test")]
-    assert set(report["figures"]) == {*splits, "suite_negation", "suite_contrast", "suite_slang"}
-    assert report["training_items"] == 360 and report["threshold"] == 0.5
-    assert min(report["figures"][s] for s in splits) >= 0.9, report["figures"]
+    assert set(manifest["metrics"]) == {*splits, "suite_negation", "suite_contrast", "suite_slang"}
+    assert manifest["training"]["items"] == 360 and "threshold" not in manifest
+    assert manifest["task"] == "sentiment_analysis" and manifest["labels"] == ["negative", "positive"]
+    assert min(manifest["metrics"][s] for s in splits) >= 0.9, manifest["metrics"]
 
-    # The saved weights are the fine-tuned model: they give the same probabilities when loaded again.
-    saved = torch.load(out / "model.pt", weights_only=True)
+    # The package Paddle runs is the fine-tuned model: through Taskflow it gives PyTorch's probabilities.
+    saved = torch.load(tmp_path / "model.pt", weights_only=True)
     model = finetune_classifier.Classifier(recipe_model.EncoderConfig(**{**saved["config"], "dropout": 0.0}))
     model.load_state_dict(saved["model"])
-    inputs = finetune_classifier.Inputs(CharVocab(saved["vocab"]), 126)
-    probabilities = finetune_classifier.positive_probability(model, inputs, ["房间好", "房间差"])
+    inputs = finetune_classifier.Inputs(CharVocab(saved["vocab"]), 100)
+    texts = ["房间好", "房间差", "价格有点好的了", "服务还是差"]
+    probabilities = finetune_classifier.positive_probability(model, inputs, texts)
     assert probabilities[0] > 0.5 > probabilities[1]
+    results = Taskflow("sentiment_analysis", task_path=str(out), return_all_scores=True)(texts)
+    np.testing.assert_allclose([r["scores"]["positive"] for r in results], probabilities, atol=TOLERANCE, rtol=0)
+
+
+@pytest.mark.timeout(300)
+def test_pair_fine_tuning_writes_a_cross_encoder_package_that_taskflow_runs_as_pytorch_scores(tmp_path):
+    torch = pytest.importorskip("torch")
+    sys.path.insert(0, str(ROOT))
+    try:
+        from pretraining import finetune_classifier
+        from pretraining import model as recipe_model
+    finally:
+        sys.path.remove(str(ROOT))
+    rng = random.Random(6)
+    chars = "怎么修改微信密码明天气如何用卡还款酒店几点退房快递多久能到"
+    _toy_checkpoint(torch, tmp_path / "checkpoint.pt", recipe_model, chars + "呢")
+
+    def pair():
+        text = "".join(rng.choice(chars) for _ in range(rng.randint(3, 8)))
+        label = rng.randint(0, 1)
+        return text, text[::-1] if label else "".join(rng.choice(chars) for _ in range(len(text))), label
+
+    data = tmp_path / "matching"
+    for relative, count in {"bq_corpus/train.tsv": 60, "afqmc/train.tsv": 30, "lcqmc/dev.tsv": 30,
+                            "bq_corpus/dev.tsv": 20, "lcqmc/test.tsv": 20, "bq_corpus/test.tsv": 20,
+                            "afqmc/dev.tsv": 20}.items():
+        _write_tsv(data / relative, ["text_a", "text_b", "label"], [pair() for _ in range(count)])
+    out = tmp_path / "pairs"
+    assert finetune_classifier.main(["similarity", "--encoder", str(tmp_path / "checkpoint.pt"), "--data-dir", str(data),
+                                     "--out", str(out), "--epochs", "1", "--batch-size", "16", "--threads", "1",
+                                     "--lcqmc-held-out", "10", "--checkpoint", str(tmp_path / "model.pt")]) == 0
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["task"] == "text_similarity" and 0.0 <= manifest["threshold"] <= 1.0
+    assert manifest["normalization"] == ["t2s", "width", "lower", "strip"]
+    assert {"lcqmc_dev_held_out", "bq_dev", "lcqmc_test", "bq_test", "afqmc_dev"} <= set(manifest["metrics"])
+
+    saved = torch.load(tmp_path / "model.pt", weights_only=True)
+    model = finetune_classifier.Classifier(recipe_model.EncoderConfig(**{**saved["config"], "dropout": 0.0}))
+    model.load_state_dict(saved["model"])
+    inputs = finetune_classifier.Inputs(CharVocab(saved["vocab"]), 62, finetune_classifier.READING["similarity"])
+    pairs = [("怎么修改微信密码？", "微信密码怎么改"), ("明天天气如何", "信用卡还款呢"), ("酒店几点退房", "快递多久能到")]
+    expected = finetune_classifier.positive_probability(model, inputs, pairs)
+    results = Taskflow("text_similarity", task_path=str(out))(pairs)
+    np.testing.assert_allclose([r["similarity"] for r in results], expected, atol=TOLERANCE, rtol=0)

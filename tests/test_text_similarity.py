@@ -431,7 +431,7 @@ def test_an_ensemble_averages_its_networks_probabilities(tiny_siamese, ensemble_
 
 def test_ensemble_false_runs_the_package_s_own_network_and_embeddings_stay_its_own(tiny_siamese, ensemble_package):
     alone = Taskflow("text_similarity", task_path=ensemble_package, ensemble=False)
-    assert alone.task.members == [] and alone.task.threshold == 0.9
+    assert not alone.task.members and alone.task.threshold == 0.9
     assert _scores(alone(PAIRS)) == _scores(Taskflow("text_similarity", task_path=tiny_siamese)(PAIRS))
     with_vectors = Taskflow("text_similarity", task_path=ensemble_package, return_embeddings=True)(PAIRS)
     own_vectors = Taskflow("text_similarity", task_path=tiny_siamese, return_embeddings=True)(PAIRS)

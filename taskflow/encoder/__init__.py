@@ -10,6 +10,7 @@ Paddle is not installed (the GPU machine that pretrains has PyTorch only):
   such as traditional -> simplified, is added for every encoder package in one place).
 * :data:`SPECIAL_TOKENS`: the first ids of every encoder vocabulary, in this order.
 * :class:`CharVocab`: a package's ``vocab.txt`` (one token per line, id = line number).
+* :func:`add_cls_sep`: a batch of char ids framed as the classifier packages read it.
 
 >>> vocab = CharVocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "北", "京"])
 >>> vocab.encode("北京市")
@@ -23,7 +24,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["NORMALIZATION", "SPECIAL_TOKENS", "PAD", "UNK", "CLS", "SEP", "MASK", "CharVocab"]
+__all__ = ["NORMALIZATION", "SPECIAL_TOKENS", "PAD", "UNK", "CLS", "SEP", "MASK", "CharVocab", "add_cls_sep",
+           "CLASSIFIER_TYPE"]
 
 # The steps the reading-comprehension and lexical packages use: every step maps one char to one
 # char, so an offset into the normalised text is an offset into the caller's text.
@@ -31,6 +33,23 @@ NORMALIZATION: tuple[str, ...] = ("t2s", "width", "lower", "space")
 
 SPECIAL_TOKENS: tuple[str, ...] = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 PAD, UNK, CLS, SEP, MASK = range(len(SPECIAL_TOKENS))
+
+# The architecture type of an encoder with a classification head (one text, or a pair read together).
+CLASSIFIER_TYPE = "transformer_classifier"
+
+
+def add_cls_sep(ids: np.ndarray) -> np.ndarray:
+    """``[B, T]`` char ids right-padded with ``PAD`` -> ``[B, T + 2]``: ``[CLS] ids [SEP]``, then the padding.
+
+    >>> add_cls_sep(np.array([[7, 8, 9], [7, 0, 0]])).tolist()
+    [[2, 7, 8, 9, 3], [2, 7, 3, 0, 0]]
+    """
+    batch, width = ids.shape
+    out = np.zeros((batch, width + 2), dtype=ids.dtype)
+    out[:, 0] = CLS
+    out[:, 1:width + 1] = ids
+    out[np.arange(batch), (ids != PAD).sum(axis=1) + 1] = SEP
+    return out
 
 
 class CharVocab:

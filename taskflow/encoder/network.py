@@ -22,7 +22,7 @@ import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
-__all__ = ["TransformerEncoder", "TransformerSpanExtractor"]
+__all__ = ["TransformerEncoder", "TransformerSpanExtractor", "TransformerClassifier"]
 
 # Added to the attention scores of padded keys: exp(-1e4) is 0 in float32 and float16 alike,
 # and unlike -inf it cannot make a NaN.
@@ -100,3 +100,20 @@ class TransformerSpanExtractor(TransformerEncoder):
         padding = (input_ids == 0).astype(logits.dtype) * _MASKED
         start, end = paddle.unbind(logits, axis=-1)
         return start + padding, end + padding
+
+
+class TransformerClassifier(TransformerEncoder):
+    """The encoder with a linear head on the final ``[CLS]`` state (``type: transformer_classifier``):
+    ``pretraining/finetune_classifier.py``'s ``Classifier``, for one text (``[CLS] text [SEP]``) or a
+    pair read together (``[CLS] text1 [SEP] text2 [SEP]``).
+
+    ``forward(input_ids [B, T]) -> probabilities [B, num_labels]``: the softmax is in the graph, so
+    the task reads probabilities as it does from every other classifier.
+    """
+
+    def __init__(self, vocab_size: int, num_labels: int = 2, **encoder):
+        super().__init__(vocab_size, **encoder)
+        self.head = nn.Linear(self.final_norm.weight.shape[0], num_labels)
+
+    def forward(self, input_ids):
+        return F.softmax(self.head(self.encode(input_ids)[:, 0]), axis=-1)

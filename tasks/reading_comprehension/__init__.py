@@ -49,6 +49,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from taskflow.encoder import CLS, SEP, CharVocab
 from taskflow.errors import ManifestError, OptionError
 from taskflow.model import register_network
 from taskflow.predictor import InputSpec
@@ -99,6 +100,16 @@ class Reader:
         return prepare(item.context, item.question, self.vocab, self.max_question_len, normalize=self.normalize,
                        word_ids=self.reads_words)
 
+    max_positions = None   # any window length
+
+    def context_width(self, max_seq_len: int, prepared: Prepared | None = None) -> int:
+        """How many context chars one window holds (after ``prepared``'s question, or the longest one
+        when None): all of them, since this network reads the question apart."""
+        return max_seq_len
+
+    def feeds(self, units: list[tuple[Prepared, int, int]]) -> dict[str, np.ndarray]:
+        return encode(units)
+
     def input_specs(self, batch_size: int, max_seq_len: int) -> list[InputSpec]:
         width = max_seq_len + 1
         specs = [InputSpec("context_ids", "int64", (batch_size, width)),
@@ -109,10 +120,69 @@ class Reader:
                       InputSpec("question_word_ids", "int64", (batch_size, self.max_question_len))]
         return specs
 
-    def span_scores(self, outputs, row: int, length: int, max_answer_len: int):
+    def span_scores(self, outputs, row: int, prepared: Prepared, length: int, max_answer_len: int):
         """``data.span_scores`` of one window from this reader's outputs for its batch."""
         length_scores = outputs[2][row] if self.joint else self.length_prior
         return span_scores(outputs[0][row], outputs[1][row], length, max_answer_len, length_scores)
+
+
+class EncodedQuestion(NamedTuple):
+    """An item as the encoder reads it: the question's and the context's char ids."""
+    question_ids: np.ndarray   # [<= max_question_len]
+    context_ids: np.ndarray    # [len(context)]
+
+
+class EncoderReader:
+    """The pretrained encoder with a start/end head (``transformer_span``): the same interface as
+    :class:`Reader`, for ``[CLS] question [SEP] context[start:end] [SEP]`` windows.  Its start and
+    end logits over ``[CLS]`` and the window's chars are softmaxed into the NULL-first
+    probabilities that :func:`data.span_scores` decodes, as the char readers' are."""
+
+    output_count = 2
+    length_prior = None
+
+    def __init__(self, model, role: str = ""):
+        self.model, self.role = model, role
+        self.max_question_len = int(model.manifest.get("max_question_len", 64))
+        self.vocab = model.vocab(CharVocab.load)
+        self.normalize = model.normalizer
+        if not self.normalize.keeps_length:
+            raise ManifestError(f"model {model.name!r}: reading comprehension needs a normalisation that keeps "
+                                f"offsets; got {self.normalize!r}")
+        self.max_positions = int(model.manifest["architecture"].get("max_len", 512))
+
+    def prepare(self, item: Item) -> EncodedQuestion:
+        question = self.vocab.encode_array(self.normalize(item.question))[:self.max_question_len]
+        return EncodedQuestion(question.astype(np.int64), self.vocab.encode_array(self.normalize(item.context)))
+
+    def context_width(self, max_seq_len: int, prepared: EncodedQuestion | None = None) -> int:
+        question = self.max_question_len if prepared is None else len(prepared.question_ids)
+        return max_seq_len - question - 3     # [CLS] question [SEP] ... [SEP]
+
+    def feeds(self, units: list[tuple[EncodedQuestion, int, int]]) -> dict[str, np.ndarray]:
+        rows = [np.concatenate([[CLS], p.question_ids, [SEP], p.context_ids[start:end], [SEP]])
+                for p, start, end in units]
+        ids = np.zeros((len(rows), max(map(len, rows))), dtype=np.int64)
+        for i, row in enumerate(rows):
+            ids[i, :len(row)] = row
+        return {"input_ids": ids}
+
+    def input_specs(self, batch_size: int, max_seq_len: int) -> list[InputSpec]:
+        return [InputSpec("input_ids", "int64", (batch_size, max_seq_len))]
+
+    def span_scores(self, outputs, row: int, prepared: EncodedQuestion, length: int, max_answer_len: int):
+        offset = len(prepared.question_ids) + 2
+        probabilities = []
+        for logits in outputs[:2]:
+            window = np.concatenate([logits[row, :1], logits[row, offset:offset + length]]).astype(np.float64)
+            weights = np.exp(window - window.max())
+            probabilities.append(weights / weights.sum())
+        return span_scores(*probabilities, length, max_answer_len)
+
+
+def reader_for(model, role: str = ""):
+    """The reader of a package's network: the encoder's for ``transformer_span``, else the char reader."""
+    return EncoderReader(model, role) if model.network_type == "transformer_span" else Reader(model, role)
 
 
 def _length_prior(manifest) -> np.ndarray | None:
@@ -181,8 +251,21 @@ class ReadingComprehensionTask(MultiTextTask):
                               "(--doc-stride) or raise max_seq_len (--max-seq-len)", "doc_stride")
         self.handle_impossible_answer = bool_option("handle_impossible_answer", handle_impossible_answer)
         self.ensemble = bool_option("ensemble", ensemble)
-        self.readers = [Reader(model)] + [Reader(member, role) for role, member in
-                                          (model.ensemble() if self.ensemble else [])]
+        self.readers = [reader_for(model)] + [reader_for(member, role) for role, member in
+                                              (model.ensemble() if self.ensemble else [])]
+        if len(self.readers) > 1 and any(isinstance(r, EncoderReader) for r in self.readers):
+            raise ManifestError(f"model {model.name!r}: an encoder reader (transformer_span) reads its windows "
+                                "with the question inside, so it cannot vote with other readers; drop its "
+                                "'ensemble', or pass ensemble=False")
+        positions = self.readers[0].max_positions
+        if positions is not None and self.max_seq_len > positions:
+            raise OptionError(f"max_seq_len {self.max_seq_len} is longer than model {model.name!r} reads "
+                              f"({positions} positions); pass max_seq_len <= {positions}", "max_seq_len")
+        width = self.readers[0].context_width(self.max_seq_len)
+        if width <= self.doc_stride:
+            raise OptionError(f"max_seq_len {self.max_seq_len} leaves {width} context chars a window after a "
+                              f"question of {self.readers[0].max_question_len} chars, not more than doc_stride "
+                              f"({self.doc_stride}); raise max_seq_len or lower doc_stride", "max_seq_len")
         # The package's own reader's, as every task exposes them (tests and callers read these).
         own = self.readers[0]
         self.vocab, self.normalize, self.length_prior = own.vocab, own.normalize, own.length_prior
@@ -208,16 +291,18 @@ class ReadingComprehensionTask(MultiTextTask):
 
     def split(self, item: Item) -> list[Window]:
         prepared = tuple(reader.prepare(item) for reader in self.readers)
-        return [Window(prepared, a, b) for a, b in windows(len(item.context), self.max_seq_len, self.doc_stride)]
+        width = self.readers[0].context_width(self.max_seq_len, prepared[0])
+        return [Window(prepared, a, b) for a, b in windows(len(item.context), width, self.doc_stride)]
 
     def unit_length(self, unit: Window) -> int:
         return unit.end - unit.start
 
     # --------------------------------------------------------------- stages
     def preprocess(self, units):
-        feeds = encode([(unit.prepared[0], unit.start, unit.end) for unit in units])
+        feeds = self.readers[0].feeds([(unit.prepared[0], unit.start, unit.end) for unit in units])
         for k, reader in enumerate(self.readers[1:], 1):
-            feeds.update(member_feeds(reader.role, encode([(unit.prepared[k], unit.start, unit.end) for unit in units])))
+            feeds.update(member_feeds(reader.role, reader.feeds([(unit.prepared[k], unit.start, unit.end)
+                                                                 for unit in units])))
         return feeds
 
     def forward(self, features):
@@ -238,8 +323,8 @@ class ReadingComprehensionTask(MultiTextTask):
         results = []
         for row, unit in enumerate(units):
             length = unit.end - unit.start
-            scores = [reader.span_scores(own, row, length, self.max_answer_len)
-                      for reader, own in zip(self.readers, per_reader)]
+            scores = [reader.span_scores(own, row, unit.prepared[k], length, self.max_answer_len)
+                      for k, (reader, own) in enumerate(zip(self.readers, per_reader))]
             if len(scores) == 1:
                 results.append((unit.start, *top_spans(*scores[0], max(self.top_k, 1))))
                 continue

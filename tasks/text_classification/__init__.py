@@ -12,9 +12,11 @@ There is no bundled model: the labels are yours.  Train one on a labelled file, 
  {'text': '质量太差了', 'label': '1', 'score': 0.83...}]
 
 The network is the char CNN + n-gram bag of ``model.py`` (sentiment_analysis runs the same
-network, and is this task with the labels negative / positive and a bundled model).  Texts
-longer than the model's ``max_length`` are split at sentence ends; the chunks' probabilities
-are averaged, weighted by their length.
+network, and is this task with the labels negative / positive and a bundled model), or the
+project's pretrained encoder with a classification head (``architecture.type:
+transformer_classifier``, written by ``pretraining/finetune_classifier.py``), which reads
+``[CLS] text [SEP]``.  Texts longer than the model's ``max_length`` are split at sentence ends;
+the chunks' probabilities are averaged, weighted by their length.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import html
 
 import numpy as np
 
+from taskflow.encoder import CLASSIFIER_TYPE, add_cls_sep
 from taskflow.model import register_network
 from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
@@ -82,12 +85,16 @@ class TextClassificationTask(TextTask):
         self.labels = list(model.labels)
         self.vocab = model.vocab(read_vocab)
         self.normalize = model.normalizer
+        # An encoder package's vocabulary starts with the special tokens (PAD 0 and UNK 1, as here);
+        # it reads each text between [CLS] and [SEP].
+        self.framed = model.network_type == CLASSIFIER_TYPE
 
     def input_specs(self):
-        return [InputSpec("input_ids", "int64", (self.batch_size, self.max_length))]
+        return [InputSpec("input_ids", "int64", (self.batch_size, self.max_length + 2 * self.framed))]
 
     def preprocess(self, units):
-        return {"input_ids": encode([text for _, text in units], self.vocab, self.normalize)}
+        ids = encode([text for _, text in units], self.vocab, self.normalize)
+        return {"input_ids": add_cls_sep(ids) if self.framed else ids}
 
     def postprocess(self, outputs, units):
         return [row.astype(float).tolist() for row in outputs[0]]

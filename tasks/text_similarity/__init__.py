@@ -28,6 +28,12 @@ A package may name an ``ensemble`` of models it requires (the default does):
 each network scores every pair with its own vocabulary and normalisation, and
 ``similarity`` is the mean of their probabilities, with the manifest's
 ``ensemble_threshold``; ``ensemble=False`` runs the package's own network alone.
+
+A package of the project's pretrained encoder with a classification head
+(``architecture.type: transformer_classifier``, written by
+``pretraining/finetune_classifier.py similarity``) is a cross-encoder: it reads
+``[CLS] text1 [SEP] text2 [SEP]``, and ``similarity`` is the mean of its
+probabilities for both orders, so it is symmetric too.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from taskflow.encoder import CLASSIFIER_TYPE, CLS, SEP, CharVocab
 from taskflow.errors import OptionError
 from taskflow.model import register_network
 from taskflow.predictor import InputSpec
@@ -54,18 +61,49 @@ class Unit(NamedTuple):
     members: tuple[tuple[str, str], ...] = ()   # as each ensemble member reads the pair
 
 
-class Member:
-    """A network of the ensemble besides the package's own: its model, vocabulary and reading."""
+class PairNetwork:
+    """One network that scores pairs (the package's own, or an ensemble member): its model, how it
+    reads a pair, the feeds it takes and how its outputs give the probability of "same".
 
-    def __init__(self, role: str, model):
-        self.role, self.model = role, model
-        self.vocab = model.vocab(Vocab.load)
+    A matcher of this module (``siamese``, ``match``) takes each text's chars and words; an encoder
+    classifier (``transformer_classifier``) takes ``[CLS] text1 [SEP] text2 [SEP]``, run in both
+    orders and averaged, since reading the two texts together has an order.
+    """
+
+    def __init__(self, model):
+        self.model = model
+        self.cross_encoder = model.network_type == CLASSIFIER_TYPE
+        self.vocab = model.vocab(CharVocab.load if self.cross_encoder else Vocab.load)
         self.normalize = model.normalizer
         self.max_length = int(model.manifest["max_length"])
 
     def read(self, item) -> tuple[str, str]:
         return (model_text(item[0], self.max_length, self.normalize),
                 model_text(item[1], self.max_length, self.normalize))
+
+    def input_specs(self, batch_size: int) -> list[InputSpec]:
+        if self.cross_encoder:   # both orders of each pair: twice the rows
+            return [InputSpec("input_ids", "int64", (2 * batch_size, 2 * self.max_length + 3))]
+        shape = (batch_size, self.max_length)
+        return [InputSpec(name, "int64", shape) for name in ("text1_chars", "text1_words", "text2_chars", "text2_words")]
+
+    def feeds(self, pairs: list[tuple[str, str]]) -> dict[str, np.ndarray]:
+        if not self.cross_encoder:
+            return _feeds(pairs, self.vocab)
+        rows = [np.concatenate([[CLS], self.vocab.encode_array(a), [SEP], self.vocab.encode_array(b), [SEP]])
+                for a, b in pairs + [(b, a) for a, b in pairs]]
+        ids = np.zeros((len(rows), max(map(len, rows))), dtype=np.int64)
+        for i, row in enumerate(rows):
+            ids[i, :len(row)] = row
+        return {"input_ids": ids}
+
+    def probability(self, outputs) -> np.ndarray:
+        """[B] probabilities that each pair means the same, from the network's outputs."""
+        if not self.cross_encoder:
+            return np.asarray(outputs[0], dtype=np.float64).reshape(-1)
+        same = np.asarray(outputs[0], dtype=np.float64)[:, 1]
+        half = len(same) // 2
+        return (same[:half] + same[half:]) / 2
 
 # A cross-encoder reads both texts together; a bi-encoder ("siamese") encodes each alone.
 register_network("match", "taskflow.tasks.text_similarity.model:MatchNet")
@@ -100,7 +138,8 @@ class TextSimilarityTask(MultiTextTask):
                  ensemble: bool = True, **base):
         super().__init__(model, **base)
         self.ensemble = bool_option("ensemble", ensemble)
-        self.members = [Member(role, member) for role, member in (model.ensemble() if self.ensemble else [])]
+        self.network = PairNetwork(model)
+        self.members = {role: PairNetwork(member) for role, member in (model.ensemble() if self.ensemble else [])}
         # An ensemble's averaged probabilities have their own threshold, tuned on the same dev data.
         own = "ensemble_threshold" if self.members else "threshold"
         self.threshold = number_option("threshold", self.manifest.get(own, 0.5) if threshold is None
@@ -113,49 +152,42 @@ class TextSimilarityTask(MultiTextTask):
                 "(see Taskflow.tasks()), or drop return_embeddings.", "return_embeddings"
             )
         self.return_embeddings = return_embeddings
-        self.vocab = model.vocab(Vocab.load)
-        self.normalize = model.normalizer
 
     @property
     def max_length(self) -> int:
-        return int(self.manifest["max_length"])
+        return self.network.max_length
 
-    def input_specs(self, max_length: int | None = None):
-        shape = (self.batch_size, max_length or self.max_length)
-        return [InputSpec(name, "int64", shape) for name in ("text1_chars", "text1_words", "text2_chars", "text2_words")]
+    def input_specs(self):
+        return self.network.input_specs(self.batch_size)
 
     @property
     def predictors(self):
         """The package's own predictor, then each ensemble member's."""
-        return [self.predictor] + [m.model.predictor(self.input_specs(m.max_length)) for m in self.members]
+        return [self.predictor] + [m.model.predictor(m.input_specs(self.batch_size)) for m in self.members.values()]
 
     # --------------------------------------------------------------- inputs
     def split(self, item: tuple[str, str]) -> list[Unit]:
         # One unit per pair: each side is cut to max_length (its head), see the module docstring.
-        return [Unit(model_text(item[0], self.max_length, self.normalize),
-                     model_text(item[1], self.max_length, self.normalize),
-                     tuple(member.read(item) for member in self.members))]
+        return [Unit(*self.network.read(item), tuple(member.read(item) for member in self.members.values()))]
 
     def unit_length(self, unit: Unit) -> int:
         return max(len(unit.text1), len(unit.text2))
 
     # --------------------------------------------------------------- stages
     def preprocess(self, units):
-        feeds = _feeds([(u.text1, u.text2) for u in units], self.vocab)
-        for k, member in enumerate(self.members):
-            feeds.update(member_feeds(member.role, _feeds([u.members[k] for u in units], member.vocab)))
+        feeds = self.network.feeds([(u.text1, u.text2) for u in units])
+        for k, (role, member) in enumerate(self.members.items()):
+            feeds.update(member_feeds(role, member.feeds([u.members[k] for u in units])))
         return feeds
 
     def forward(self, features):
-        """The own network's outputs; for an ensemble, its first output (the probabilities) is the
-        mean of every network's, and the rest (embeddings) stay its own."""
-        if not self.members:
-            return self.predictor.run(features)
+        """``[similarity, *embeddings]``: the similarity is the own network's probability, or for an
+        ensemble the mean of every network's; the embeddings (a bi-encoder's) stay its own."""
         predictors = self.predictors
         outputs = predictors[0].run(feeds_of(features))
-        probabilities = [np.asarray(outputs[0], dtype=np.float64)]
-        for member, predictor in zip(self.members, predictors[1:]):
-            probabilities.append(np.asarray(predictor.run(feeds_of(features, member.role))[0], dtype=np.float64))
+        probabilities = [self.network.probability(outputs)]
+        for (role, member), predictor in zip(self.members.items(), predictors[1:]):
+            probabilities.append(member.probability(predictor.run(feeds_of(features, role))))
         return [np.mean(probabilities, axis=0), *outputs[1:]]
 
     def postprocess(self, outputs, units):
