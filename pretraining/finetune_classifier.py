@@ -113,13 +113,16 @@ def positive_probability(model: Classifier, inputs: Inputs, items: list, *, batc
     return (p[:len(p) // 2] + p[len(p) // 2:]) / 2 if pairs else p
 
 
+SENTIMENT_SETS = ("chnsenticorp", "online_shopping_10_cats", "waimai_10k")
+
+
 def sentiment_data(args) -> tuple[list, dict]:
     """(training items, evaluation splits): items are ``(text, label)``."""
     from taskflow.tasks.sentiment_analysis.train import DEFAULT_AUGMENT, augmented, read_tsv
 
     root = Path(args.data_dir)
     texts, labels = [], []
-    for name in ("chnsenticorp", "online_shopping_10_cats", "waimai_10k"):
+    for name in SENTIMENT_SETS:
         t, y = read_tsv(root / name / "train.tsv")
         texts += t
         labels += y
@@ -128,7 +131,7 @@ def sentiment_data(args) -> tuple[list, dict]:
         log(f"augmentation: {len(made)} sentences")
         texts, labels = texts + made, labels + made_labels
     splits = {f"{name}/{split}": list(zip(*read_tsv(root / name / f"{split}.tsv")))
-              for name in ("chnsenticorp", "online_shopping_10_cats", "waimai_10k") for split in ("dev", "test")}
+              for name in SENTIMENT_SETS for split in ("dev", "test")}
     return list(zip(texts, labels)), splits
 
 
@@ -275,6 +278,8 @@ def main(argv=None) -> int:
         "labels": labels, "normalization": list(READING[args.task]), "max_length": max_chars,
         "training": {"encoder": {"steps": checkpoint["step"], "tokens": checkpoint["tokens"],
                                  "objective": checkpoint["config"]["objective"]},
+                     **({"train_files": [f"{name}/train.tsv" for name in SENTIMENT_SETS]} if args.task == "sentiment"
+                        else {}),
                      "items": len(train), "augment": args.augment, "hard_negatives": args.hard_negatives,
                      "optimizer": {"name": "AdamW", "lr": args.lr, "warmup": warmup, "schedule": "linear decay",
                                    "batch_size": args.batch_size, "seed": args.seed},
