@@ -135,6 +135,13 @@ def main() -> None:
         if value is not None)
     readers = flow.task.readers
     threshold_key = "ensemble_null_threshold" if len(readers) > 1 else "null_threshold"
+    null_model = null_flow.task.null_model
+    if null_model is not None:   # the manifest's learned rule (calibrate.py null-model) decides
+        rule = (f"the manifest's `null_model`: score {null_model.bias:g} + {null_model.weights[0]:g} x margin "
+                f"{null_model.weights[1]:+g} x question bigram coverage, threshold")
+        threshold_key = "null_model"
+    else:
+        rule = "null_threshold"
     threshold_source = ("--null-threshold" if args.null_threshold is not None else f"the manifest's `{threshold_key}`"
                         if manifest.get(threshold_key) is not None else "none in the manifest: 0")
     # An ensemble: each reader alone too, in the same run (what the averaging buys).
@@ -183,7 +190,7 @@ def main() -> None:
         table(["answer", "questions", "share"],
               [[kind, f"{kinds[kind]:,}", f"{100 * kinds[kind] / len(rows):.1f}%"] for kind in MISS_KINDS]),
         "",
-        f"No answer (`handle_impossible_answer=True`, null_threshold {null_flow.task.null_threshold:g}, "
+        f"No answer (`handle_impossible_answer=True`, {rule} {null_flow.task.null_threshold:g}, "
         f"{threshold_source}): {refused_share:.1f}% of the {len(refused)} unanswerable questions of "
         f"`{Path(args.unanswerable).name}` (CMRC trial questions each paired with another article's passage, "
         f"never tuned on) get the empty answer; on dev (all answerable) {empty_share:.1f}% do, and F1 is "

@@ -291,6 +291,12 @@ def test_shipped_model_answers_clear_questions():
     out = qa(items)
     answers = [r["answer"] for r in out]
     assert "1963" in answers[0] and "曹雪芹" in answers[1] and "8848" in answers[2], answers
+    # With "no answer" allowed (the null model), the same questions keep their answers, and each asked
+    # of another item's context gets the empty answer.
+    allowed = Taskflow("reading_comprehension", handle_impossible_answer=True)(items)
+    assert [r["answer"] for r in allowed] == answers
+    swapped = [{"context": items[(i + 1) % 3]["context"], "question": item["question"]} for i, item in enumerate(items)]
+    assert [r["answer"] for r in Taskflow("reading_comprehension", handle_impossible_answer=True)(swapped)] == [""] * 3
 
 
 # ------------------------------------------------- joint span scorer (length)
@@ -746,6 +752,85 @@ def test_the_ensemble_s_own_null_threshold_is_tuned_and_used(ensemble_package, t
     assert manifest["ensemble_null_tuning"]["null_threshold"] == manifest["ensemble_null_threshold"]
     assert Taskflow("reading_comprehension", task_path=package).task.null_threshold == \
         manifest["ensemble_null_threshold"]
+
+
+# ------------------------------------------------------------------ null model
+
+def test_question_bigram_coverage_counts_the_questions_distinct_bigrams_found_in_the_context():
+    from taskflow.tasks.reading_comprehension.data import question_bigram_coverage
+
+    assert question_bigram_coverage("杭州是哪个省的省会？", "杭州市是浙江省的省会。") == 0.5   # 4 of 8, punctuation dropped
+    assert question_bigram_coverage("ＡＢ是什么", "ab是一种") == 0.5                        # normalised: ab, b是 of 4
+    assert question_bigram_coverage("西湖在哪里", "长江是中国最长的河流") == 0.0
+    assert question_bigram_coverage("湖", "长江") == 1.0                                    # no bigram to miss
+
+
+def test_a_null_model_decides_no_answer_by_its_score_for_the_readers_it_was_fitted_on(tiny, tmp_path):
+    from taskflow.errors import ManifestError
+    from taskflow.tasks.reading_comprehension.data import question_bigram_coverage
+    from taskflow.training import update_manifest
+
+    item = {"context": MRC_CONTEXT, "question": QUESTION}
+    (_, best, null), = package_scores(Taskflow("reading_comprehension", task_path=tiny).task, [item])
+    margin = math.log(null) - math.log(best)
+    coverage = question_bigram_coverage(QUESTION, MRC_CONTEXT)
+    package = tmp_path / "tiny"
+    shutil.copytree(tiny, package)
+    fields = {"features": ["margin", "question_bigram_coverage"], "weights": [0.5, -4.0], "bias": 1.0,
+              "ensemble": False}
+    z = 1.0 + 0.5 * margin - 4.0 * coverage
+    for threshold, empty in ((z - 0.05, True), (z + 0.05, False)):
+        update_manifest(package, {"null_threshold": 40.0, "null_model": {**fields, "threshold": threshold}})
+        qa = Taskflow("reading_comprehension", task_path=package, handle_impossible_answer=True, top_k=1000)
+        assert qa.task.null_threshold == threshold
+        ranked = qa(item)[0]
+        empty_score = [r["score"] for r in ranked if r["answer"] == ""]
+        assert (ranked[0]["answer"] == "") == empty
+        assert empty_score == pytest.approx([min(1.0, best * math.exp(z - threshold))])
+    # Fitted for an ensemble, it stays out of a lone reader's decision (its own threshold then).
+    update_manifest(package, {"null_model": {**fields, "ensemble": True, "threshold": -50.0}})
+    qa = Taskflow("reading_comprehension", task_path=package, handle_impossible_answer=True)
+    assert qa.task.null_model is None and qa.task.null_threshold == 40.0 and qa(item)[0]["answer"] != ""
+    update_manifest(package, {"null_model": {**fields, "weights": [1.0]}})
+    with pytest.raises(ManifestError, match="null_model.*calibrate null-model"):
+        Taskflow("reading_comprehension", task_path=package)
+
+
+def test_fitting_a_null_model_separates_questions_the_context_does_not_hold():
+    from taskflow.tasks.reading_comprehension.calibrate import fit_null_model
+
+    context = "杭州市是浙江省的省会，位于中国东南沿海，西湖在城市西部。"
+    asked = ["杭州市是哪个省的省会", "西湖在城市的哪里", "杭州位于中国哪里", "浙江省的省会是哪里"]
+    elsewhere = ["长江有多长", "珠穆朗玛峰的高度是多少", "李白是哪个朝代的诗人", "熊猫吃什么"]
+    # The margins alone overlap (answerable 0.5 above some unanswerable): coverage tells them apart.
+    answerable = [(q, context, 1.0, math.exp(m), 1.0) for q, m in zip(asked, (-3.0, -1.0, 0.5, -2.0))]
+    unanswerable = [(q, context, 1.0, math.exp(m)) for q, m in zip(elsewhere, (0.0, 1.0, 2.0, -0.5))]
+    fitted = fit_null_model(answerable, unanswerable, max_f1_drop=0.0)
+    assert fitted["features"] == ["margin", "question_bigram_coverage"] and fitted["ensemble"] is True
+    assert fitted["weights"][1] < 0 < fitted["weights"][0]
+    assert fitted["tuning"]["answerable_f1_drop"] == 0.0 and fitted["tuning"]["unanswerable_no_answer"] == 100.0
+
+
+def test_calibrate_null_model_writes_the_fit_and_the_task_uses_it(ensemble_package, tmp_path):
+    from taskflow.tasks.reading_comprehension.calibrate import main as calibrate
+
+    package = tmp_path / "pair"
+    shutil.copytree(ensemble_package, package)
+    answerable = tmp_path / "answerable.json"
+    answerable.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [{"id": "p", "context": MRC_CONTEXT, "qas": [
+        {"id": "q", "question": QUESTION, "answers": [{"text": "杭州市", "answer_start": MRC_CONTEXT.index("杭州市")}]}]}]}]},
+        ensure_ascii=False), encoding="utf-8")
+    unanswerable = tmp_path / "unanswerable.jsonl"
+    unanswerable.write_text(json.dumps({"context": "西湖的湖水清澈。", "question": QUESTION}, ensure_ascii=False) + "\n",
+                            encoding="utf-8")
+    assert calibrate(["null-model", "--package", str(package), "--answerable", str(answerable),
+                      "--unanswerable", str(unanswerable), "--write"]) == 0
+    manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
+    fitted = manifest["null_model"]
+    assert fitted["ensemble"] is True and fitted["tuning"]["answerable_file"] == "answerable.json"
+    task = Taskflow("reading_comprehension", task_path=package).task
+    assert task.null_model is not None and task.null_threshold == fitted["threshold"]
+    assert Taskflow("reading_comprehension", task_path=package, ensemble=False).task.null_model is None
 
 
 def test_an_ensemble_naming_no_required_reader_is_a_manifest_error(tiny, tmp_path):

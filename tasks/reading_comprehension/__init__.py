@@ -35,7 +35,11 @@ same way; a package with neither (as 1.0.0 shipped) decodes as it always did.
 
 ``handle_impossible_answer=True``: the item's null score is the lowest
 window null score ``p_start[NULL] * p_end[NULL]`` (the window most sure it
-holds an answer decides).  The empty answer (``''``, ``start == end == 0``)
+holds an answer decides; an ensemble's is its readers' mean margin, see
+``data.ensemble_null``).  A package with a ``null_model`` (``data.NullModel``)
+fitted for the readers that run replaces the margin ``ln(null) - ln(best span)``
+by its logistic score of that margin and of how much of the question the
+context holds, with the null model's own threshold.  The empty answer (``''``, ``start == end == 0``)
 scores ``null * exp(-null_threshold)`` (at most 1) and ranks among the spans by
 it, so it is the answer when ``ln(null) - ln(best span) > null_threshold``
 (the manifest's, tuned on unanswerable questions; 0, "null beats the best
@@ -56,8 +60,8 @@ from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
 from taskflow.task import MultiTextTask, bool_option, feeds_of, int_option, member_feeds, number_option
 
-from .data import (FEATURES, Prepared, Vocab, encode, ensemble_null, mean_span_scores, merge, no_answer_score, prepare,
-                   span_scores, top_spans, windows)
+from .data import (FEATURES, NullModel, Prepared, Vocab, encode, ensemble_null, mean_span_scores, merge,
+                   no_answer_score, prepare, span_scores, top_spans, windows)
 
 __all__ = ["ReadingComprehensionTask"]
 
@@ -213,8 +217,8 @@ class ReadingComprehensionTask(MultiTextTask):
             when the model's score for "the answer is not in the context" beats the best
             span's score by the null_threshold margin (else the best span is always given).
         null_threshold: the margin of handle_impossible_answer, ``ln(null) - ln(best span)``
-            above which the answer is ``''`` (default: the model's tuned value, else 0;
-            lower says "no answer" more often).
+            (or the package's null model's score) above which the answer is ``''`` (default:
+            the model's tuned value, else 0; lower says "no answer" more often).
         ensemble: with a package whose manifest names an ``ensemble`` (readers it requires,
             e.g. the default's word-vector reader), every reader scores every span and their
             probabilities are averaged (default True); False runs the package's own reader
@@ -271,7 +275,16 @@ class ReadingComprehensionTask(MultiTextTask):
         self.vocab, self.normalize, self.length_prior = own.vocab, own.normalize, own.length_prior
         # An ensemble decides "no answer" on its readers' mean margin, with its own tuned threshold
         # (calibrate.py). Bounded so exp(-threshold) stays finite; tuned values are a few units.
-        tuned = manifest.get("ensemble_null_threshold" if len(self.readers) > 1 else "null_threshold", 0.0)
+        # A null_model fitted for these readers replaces the margin by its score, with its threshold.
+        self.null_model = None
+        if manifest.get("null_model") is not None:
+            null_model = NullModel(manifest["null_model"], model.name)
+            if null_model.ensemble == (len(self.readers) > 1):
+                self.null_model = null_model
+        if self.null_model is not None:
+            tuned = self.null_model.threshold
+        else:
+            tuned = manifest.get("ensemble_null_threshold" if len(self.readers) > 1 else "null_threshold", 0.0)
         self.null_threshold = number_option("null_threshold", tuned if null_threshold is None else null_threshold,
                                             -50.0, 50.0)
 
@@ -344,6 +357,8 @@ class ReadingComprehensionTask(MultiTextTask):
     def join(self, item: Item, results, units):
         spans, null = merge(item.context, results, self.top_k)
         null = self.item_null(results, spans, null)
+        if self.null_model is not None and spans:
+            null = self.null_model.null_score(item.question, item.context, spans[0][2], null)
         answers = [{"question": item.question, "answer": item.context[s:e], "start": s, "end": e, "score": score}
                    for s, e, score in spans]
         if self.handle_impossible_answer or not answers:

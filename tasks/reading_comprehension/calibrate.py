@@ -38,6 +38,18 @@ A package with an ``ensemble`` (readers it requires, whose span probabilities it
 tuned as it runs by default, the ensemble, into ``ensemble_null_threshold``; ``--own-reader``
 tunes its own reader alone (``ensemble=False``) into ``null_threshold``.
 
+**Null model** (``null_model`` in the manifest, ``data.NullModel``): the margin alone says how sure
+the readers are of NULL against their best span; whether the context is about the question at all
+is plainer in how much of the question it holds.  ``null-model`` fits a logistic regression of
+"unanswerable" on the margin and ``data.question_bigram_coverage`` over the same two sets (L2,
+C = 1, on standardised features), then tunes the threshold on its score by the rule above:
+
+    python -m taskflow.tasks.reading_comprehension.calibrate null-model \\
+        --package resources/reading_comprehension/drqa_char --answerable ../shared/data/mrc/cmrc2018/trial.json --write
+
+It is fitted for the readers that run (the ensemble by default, ``--own-reader`` for the package's
+own), and the task uses it only with those readers.
+
 ``--write`` stores the figures in the package's manifest (its files stay as they are); without
 it the command only prints them.
 """
@@ -53,7 +65,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["margin", "tune_null_threshold", "read_unanswerable", "package_scores", "tune_package",
+__all__ = ["margin", "tune_null_threshold", "fit_null_model", "read_unanswerable", "package_scores", "tune_package",
            "length_prior_fields", "main"]
 
 DEFAULT_UNANSWERABLE = Path(__file__).resolve().parent / "dev" / "unanswerable_tune.jsonl"
@@ -112,6 +124,59 @@ def tune_null_threshold(answerable: Sequence[tuple[float | None, float, float]],
             "max_f1_drop": max_f1_drop, "answerable_questions": n, "unanswerable_questions": len(unanswerable)}
 
 
+# A margin of "no span at all" (inf) enters the fit as this: far past every real margin.
+_MARGIN_CAP = 50.0
+
+
+def _logistic_regression(x: np.ndarray, y: np.ndarray, c: float = 1.0) -> tuple[np.ndarray, float]:
+    """Weights and bias minimising ``c * sum(log loss) + |w|^2 / 2`` (scikit-learn's objective, the
+    bias not penalised), by Newton's method: a handful of features, so exact and deterministic."""
+    n, d = x.shape
+    a = np.hstack([x, np.ones((n, 1))])
+    theta, penalty = np.zeros(d + 1), np.append(np.ones(d), 0.0)
+    for _ in range(100):
+        p = 0.5 * (1.0 + np.tanh(0.5 * (a @ theta)))          # the sigmoid, without overflow
+        gradient = c * a.T @ (p - y) + penalty * theta
+        hessian = c * (a.T * (p * (1 - p))) @ a + np.diag(penalty) + 1e-9 * np.eye(d + 1)
+        step = np.linalg.solve(hessian, gradient)
+        theta -= step
+        if np.abs(step).max() < 1e-10:
+            break
+    return theta[:d], float(theta[d])
+
+
+def fit_null_model(answerable: Sequence[tuple[str, str, float | None, float, float]],
+                   unanswerable: Sequence[tuple[str, str, float | None, float]], max_f1_drop: float = 0.75,
+                   ensemble: bool = True) -> dict:
+    """The manifest's ``null_model`` fields: a logistic regression of "unanswerable" on the margin and
+    the question's bigram coverage, and its threshold by :func:`tune_null_threshold`'s rule.
+
+    ``answerable``: per question ``(question, context, best span score, null score, F1 in [0, 1])``;
+    ``unanswerable``: ``(question, context, best span score, null score)``.
+    """
+    from .data import NullModel, question_bigram_coverage
+
+    def features(rows):
+        return np.array([[min(max(margin(best, null), -_MARGIN_CAP), _MARGIN_CAP),
+                          question_bigram_coverage(question, context)] for question, context, best, null, *_ in rows],
+                        dtype=np.float64).reshape(-1, 2)
+
+    xa, xu = features(answerable), features(unanswerable)
+    x = np.vstack([xa, xu])
+    mean, scale = x.mean(axis=0), np.where(x.std(axis=0) > 0, x.std(axis=0), 1.0)
+    weights, bias = _logistic_regression((x - mean) / scale, np.append(np.zeros(len(xa)), np.ones(len(xu))))
+    weights, bias = weights / scale, bias - float((weights * mean / scale).sum())   # on the raw features
+    fields = {"features": list(NullModel.FEATURES), "weights": [round(float(w), 6) for w in weights],
+              "bias": round(bias, 6), "ensemble": ensemble, "threshold": 0.0}
+    model = NullModel(fields)
+    # tune_null_threshold reads margins as ln(null / best): give it the model's score that way.
+    za = [model.score(*row) for row in xa]
+    zu = [model.score(*row) for row in xu]
+    tuned = tune_null_threshold([(1.0, math.exp(min(z, 700.0)), row[4]) for z, row in zip(za, answerable)],
+                                [(1.0, math.exp(min(z, 700.0))) for z in zu], max_f1_drop)
+    return {**fields, "threshold": tuned.pop("null_threshold"), "tuning": tuned}
+
+
 def read_unanswerable(path: str | Path) -> list[dict]:
     """Rows of an unanswerable set (JSON lines with ``context`` and ``question``)."""
     with open(path, encoding="utf-8") as handle:
@@ -140,9 +205,10 @@ def package_scores(task, rows: Iterable[dict]) -> list[tuple[str, float | None, 
 
 
 def tune_package(package: str | Path, answerable_rows: list[dict], unanswerable_rows: list[dict],
-                 max_f1_drop: float = 0.75, ensemble: bool = True) -> dict:
+                 max_f1_drop: float = 0.75, ensemble: bool = True, null_model: bool = False) -> dict:
     """Tune ``package``'s threshold through the product (static graph) on these rows: its
-    ensemble's (``ensemble_null_threshold``) when it has one and ``ensemble``, else its own reader's."""
+    ensemble's (``ensemble_null_threshold``) when it has one and ``ensemble``, else its own reader's;
+    with ``null_model``, fit :func:`fit_null_model` for those readers instead."""
     from taskflow import Taskflow
 
     from .metrics import f1_score
@@ -150,6 +216,12 @@ def tune_package(package: str | Path, answerable_rows: list[dict], unanswerable_
     task = Taskflow("reading_comprehension", task_path=str(package), ensemble=ensemble).task
     answered = package_scores(task, answerable_rows)
     refused = package_scores(task, unanswerable_rows)
+    if null_model:
+        return fit_null_model([(row["question"], row["context"], score, null, f1_score(row["answers"], answer))
+                               for row, (answer, score, null) in zip(answerable_rows, answered)],
+                              [(row["question"], row["context"], score, null)
+                               for row, (_, score, null) in zip(unanswerable_rows, refused)],
+                              max_f1_drop, ensemble=len(task.readers) > 1)
     return tune_null_threshold([(score, null, f1_score(row["answers"], answer))
                                 for row, (answer, score, null) in zip(answerable_rows, answered)],
                                [(score, null) for _, score, null in refused], max_f1_drop)
@@ -173,14 +245,16 @@ def main(argv: list[str] | None = None) -> int:
     prior = commands.add_parser("length-prior", help="a length prior from the training answers")
     prior.add_argument("--train", required=True, help="the SQuAD-format file the package was trained on")
     null = commands.add_parser("null-threshold", help="tune null_threshold")
-    null.add_argument("--answerable", required=True,
-                      help="SQuAD-format questions the package was not trained on (e.g. its selection set)")
-    null.add_argument("--unanswerable", default=str(DEFAULT_UNANSWERABLE), help="default: %(default)s")
-    null.add_argument("--max-f1-drop", type=float, default=0.75, help="answerable F1 points the threshold may cost")
-    null.add_argument("--own-reader", action="store_true",
-                      help="for a package with an ensemble: tune its own reader's null_threshold, not the "
-                           "ensemble's ensemble_null_threshold")
-    for command in (prior, null):
+    null_model = commands.add_parser("null-model", help="fit null_model (margin + question coverage) and its threshold")
+    for command in (null, null_model):
+        command.add_argument("--answerable", required=True,
+                             help="SQuAD-format questions the package was not trained on (e.g. its selection set)")
+        command.add_argument("--unanswerable", default=str(DEFAULT_UNANSWERABLE), help="default: %(default)s")
+        command.add_argument("--max-f1-drop", type=float, default=0.75,
+                             help="answerable F1 points the threshold may cost")
+        command.add_argument("--own-reader", action="store_true",
+                             help="for a package with an ensemble: its own reader alone, not the ensemble")
+    for command in (prior, null, null_model):
         command.add_argument("--package", required=True, help="a reading_comprehension model package (folder)")
         command.add_argument("--write", action="store_true", help="store the result in the package's manifest")
     args = parser.parse_args(argv)
@@ -198,13 +272,17 @@ def main(argv: list[str] | None = None) -> int:
     else:
         answerable = [r for r in read_squad(args.answerable) if r["question"].strip() and r["answers"]]
         tuned = tune_package(args.package, answerable, read_unanswerable(args.unanswerable), args.max_f1_drop,
-                             ensemble=not args.own_reader)
-        tuned = {**tuned, "answerable_file": Path(args.answerable).name,
-                 "unanswerable_file": Path(args.unanswerable).name}
+                             ensemble=not args.own_reader, null_model=args.command == "null-model")
+        files = {"answerable_file": Path(args.answerable).name, "unanswerable_file": Path(args.unanswerable).name}
+        if args.command == "null-model":
+            tuned["tuning"].update(files)
+            fields = {"null_model": tuned}
+        else:
+            tuned.update(files)
+            manifest = Manifest.load(Path(args.package) / "manifest.json")
+            key = "ensemble_null" if manifest.get("ensemble") and not args.own_reader else "null"
+            fields = {f"{key}_threshold": tuned["null_threshold"], f"{key}_tuning": tuned}
         print(json.dumps(tuned, ensure_ascii=False, indent=1))
-        manifest = Manifest.load(Path(args.package) / "manifest.json")
-        key = "ensemble_null" if manifest.get("ensemble") and not args.own_reader else "null"
-        fields = {f"{key}_threshold": tuned["null_threshold"], f"{key}_tuning": tuned}
     if args.write:
         from taskflow.training import update_manifest
 

@@ -19,7 +19,9 @@ recipe and the benchmarks, so training and inference prepare text the same way.
   end probabilities (and a joint model's length scores), and its null score
   (:func:`span_scores`, then :func:`top_spans`; :func:`mean_span_scores` and
   :func:`ensemble_null` for an ensemble of readers);
-  :func:`no_answer_score`: the empty answer's score with the package's ``null_threshold``.
+  :func:`no_answer_score`: the empty answer's score with the package's ``null_threshold``;
+  :class:`NullModel`: "is the answer in this context at all?" from the readers' margin and how
+  much of the question the context holds (:func:`question_bigram_coverage`).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from taskflow.text import Normalizer, Vocab as CharWordVocab
 
 __all__ = ["PAD", "UNK", "NULL", "FEATURES", "NORMALIZATION", "normalise", "Vocab", "Prepared", "prepare",
            "segment_context", "windows", "merge", "encode", "best_spans", "span_scores", "top_spans",
-           "mean_span_scores", "ensemble_null", "no_answer_score"]
+           "mean_span_scores", "ensemble_null", "no_answer_score", "question_bigram_coverage", "NullModel"]
 
 PAD, UNK, NULL = 0, 1, 2
 MAX_WORD_LENGTH = 8
@@ -362,6 +364,67 @@ def no_answer_score(null_score: float, null_threshold: float = 0.0) -> float:
     ``null_threshold = 0`` (packages without one, 1.0.0) is the null score itself: "the null score
     beats the best span".  See :mod:`.calibrate` for its tuning."""
     return min(1.0, null_score * math.exp(-null_threshold))
+
+
+_COVERAGE_NORMALIZE = Normalizer(("t2s", "width", "lower", "strip"))
+
+
+def question_bigram_coverage(question: str, context: str) -> float:
+    """The share of the question's distinct char bigrams that occur in the context (normalised, without
+    punctuation or whitespace): a question about this context copies some of its words, one about
+    something else hardly any.  1.0 for a question of one char.
+
+    >>> question_bigram_coverage("杭州是哪个省的省会？", "杭州市是浙江省的省会。")
+    0.5
+    """
+    q, c = _COVERAGE_NORMALIZE(question), _COVERAGE_NORMALIZE(context)
+    wanted = {q[i:i + 2] for i in range(len(q) - 1)}
+    if not wanted:
+        return 1.0
+    return len(wanted & {c[i:i + 2] for i in range(len(c) - 1)}) / len(wanted)
+
+
+class NullModel:
+    """A package's learned "no answer" rule (the manifest's ``null_model``): a logistic score
+
+        z = bias + w_margin * ln(null / best span) + w_coverage * question_bigram_coverage
+
+    that replaces the plain margin ``ln(null / best span)`` in the threshold test, so the empty answer
+    comes first when ``z > null_threshold``.  It holds for the readers it was fitted on: with
+    ``"ensemble": true`` the ensemble's mean margin, else the package's own reader alone.  Fitted by
+    ``calibrate.py null-model`` on answerable and unanswerable questions (logistic regression), with
+    its ``threshold`` tuned on the same sets as ``null_threshold`` is.
+    """
+
+    FEATURES = ("margin", "question_bigram_coverage")
+
+    def __init__(self, fields, name: str = "?"):
+        from taskflow.errors import ManifestError
+
+        try:
+            if list(fields["features"]) != list(self.FEATURES):
+                raise ValueError(f"features must be {list(self.FEATURES)}, got {fields['features']!r}")
+            self.weights = [float(w) for w in fields["weights"]]
+            if len(self.weights) != len(self.FEATURES):
+                raise ValueError(f"one weight per feature, got {fields['weights']!r}")
+            self.bias, self.threshold = float(fields["bias"]), float(fields["threshold"])
+            self.ensemble = bool(fields["ensemble"])
+            if not all(map(math.isfinite, [*self.weights, self.bias, self.threshold])):
+                raise ValueError("weights, bias and threshold must be finite numbers")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ManifestError(f"model {name!r}: its null_model is malformed ({exc}); refit it with "
+                                "`python -m taskflow.tasks.reading_comprehension.calibrate null-model`") from None
+
+    def score(self, margin: float, coverage: float) -> float:
+        return self.bias + self.weights[0] * margin + self.weights[1] * coverage
+
+    def null_score(self, question: str, context: str, best: float, null: float) -> float:
+        """The item's null score as the threshold test reads it: ``best * exp(z)``, so that
+        ``ln(null) - ln(best)`` is ``z`` (a margin carrier, as :func:`ensemble_null`'s)."""
+        if best <= 0 or null <= 0:
+            return null
+        margin = math.log(null) - math.log(best)
+        return best * math.exp(min(self.score(margin, question_bigram_coverage(question, context)), 700.0))
 
 
 def merge(context: str, per_window: Sequence[tuple[int, list[tuple[int, int, float]], float]],
