@@ -517,6 +517,26 @@ def _toy_checkpoint(torch, path: Path, recipe_model, chars: str) -> None:
                 "vocab": [*SPECIAL_TOKENS, *chars]}, path)
 
 
+def _classifier_recipe():
+    """``pretraining.finetune_classifier`` and ``pretraining.model`` (where PyTorch is installed)."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from pretraining import finetune_classifier
+        from pretraining import model as recipe_model
+    finally:
+        sys.path.remove(str(ROOT))
+    return finetune_classifier, recipe_model
+
+
+def _saved_classifier(torch, path: Path):
+    """The fine-tuned model that ``--checkpoint`` saved, in eval mode."""
+    finetune_classifier, recipe_model = _classifier_recipe()
+    saved = torch.load(path, weights_only=True)
+    model = finetune_classifier.Classifier(recipe_model.EncoderConfig(**{**saved["config"], "dropout": 0.0}))
+    model.load_state_dict(saved["model"])
+    return model.eval(), CharVocab(saved["vocab"])
+
+
 def _write_tsv(path: Path, header: list[str], rows) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\t".join(header) + "\n" + "".join("\t".join(map(str, r)) + "\n" for r in rows), encoding="utf-8")
@@ -525,12 +545,7 @@ def _write_tsv(path: Path, header: list[str], rows) -> None:
 @pytest.mark.timeout(300)
 def test_classifier_fine_tuning_learns_a_toy_rule_and_reports_every_split(tmp_path):
     torch = pytest.importorskip("torch")
-    sys.path.insert(0, str(ROOT))
-    try:
-        from pretraining import finetune_classifier
-        from pretraining import model as recipe_model
-    finally:
-        sys.path.remove(str(ROOT))
+    finetune_classifier, recipe_model = _classifier_recipe()
     rng = random.Random(5)
     filler = "房间服务价格味道质量这个还是有点的了"
     _toy_checkpoint(torch, tmp_path / "checkpoint.pt", recipe_model, filler + "好差")
@@ -557,10 +572,8 @@ def test_classifier_fine_tuning_learns_a_toy_rule_and_reports_every_split(tmp_pa
     assert min(manifest["metrics"][s] for s in splits) >= 0.9, manifest["metrics"]
 
     # The package Paddle runs is the fine-tuned model: through Taskflow it gives PyTorch's probabilities.
-    saved = torch.load(tmp_path / "model.pt", weights_only=True)
-    model = finetune_classifier.Classifier(recipe_model.EncoderConfig(**{**saved["config"], "dropout": 0.0}))
-    model.load_state_dict(saved["model"])
-    inputs = finetune_classifier.Inputs(CharVocab(saved["vocab"]), 100)
+    model, vocab = _saved_classifier(torch, tmp_path / "model.pt")
+    inputs = finetune_classifier.Inputs(vocab, 100)
     texts = ["房间好", "房间差", "价格有点好的了", "服务还是差"]
     probabilities = finetune_classifier.positive_probability(model, inputs, texts)
     assert probabilities[0] > 0.5 > probabilities[1]
@@ -571,12 +584,7 @@ def test_classifier_fine_tuning_learns_a_toy_rule_and_reports_every_split(tmp_pa
 @pytest.mark.timeout(300)
 def test_pair_fine_tuning_writes_a_cross_encoder_package_that_taskflow_runs_as_pytorch_scores(tmp_path):
     torch = pytest.importorskip("torch")
-    sys.path.insert(0, str(ROOT))
-    try:
-        from pretraining import finetune_classifier
-        from pretraining import model as recipe_model
-    finally:
-        sys.path.remove(str(ROOT))
+    finetune_classifier, recipe_model = _classifier_recipe()
     rng = random.Random(6)
     chars = "怎么修改微信密码明天气如何用卡还款酒店几点退房快递多久能到"
     _toy_checkpoint(torch, tmp_path / "checkpoint.pt", recipe_model, chars + "呢")
@@ -600,10 +608,8 @@ def test_pair_fine_tuning_writes_a_cross_encoder_package_that_taskflow_runs_as_p
     assert manifest["normalization"] == ["t2s", "width", "lower", "strip"]
     assert {"lcqmc_dev_held_out", "bq_dev", "lcqmc_test", "bq_test", "afqmc_dev"} <= set(manifest["metrics"])
 
-    saved = torch.load(tmp_path / "model.pt", weights_only=True)
-    model = finetune_classifier.Classifier(recipe_model.EncoderConfig(**{**saved["config"], "dropout": 0.0}))
-    model.load_state_dict(saved["model"])
-    inputs = finetune_classifier.Inputs(CharVocab(saved["vocab"]), 62, finetune_classifier.READING["similarity"])
+    model, vocab = _saved_classifier(torch, tmp_path / "model.pt")
+    inputs = finetune_classifier.Inputs(vocab, 62, finetune_classifier.READING["similarity"])
     pairs = [("怎么修改微信密码？", "微信密码怎么改"), ("明天天气如何", "信用卡还款呢"), ("酒店几点退房", "快递多久能到")]
     expected = finetune_classifier.positive_probability(model, inputs, pairs)
     results = Taskflow("text_similarity", task_path=str(out))(pairs)

@@ -727,6 +727,18 @@ def test_ensemble_false_runs_the_package_s_own_reader_exactly(tiny, ensemble_pac
     assert [r["score"] for r in batched] == pytest.approx([r["score"] for r in one_by_one], rel=1e-5)
 
 
+def _tuning_files(folder: Path) -> tuple[Path, Path]:
+    """A one-question answerable set (SQuAD format) and a one-question unanswerable set (JSON lines)."""
+    answerable = folder / "answerable.json"
+    answerable.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [{"id": "p", "context": MRC_CONTEXT, "qas": [
+        {"id": "q", "question": QUESTION, "answers": [{"text": "杭州市", "answer_start": MRC_CONTEXT.index("杭州市")}]}]}]}]},
+        ensure_ascii=False), encoding="utf-8")
+    unanswerable = folder / "unanswerable.jsonl"
+    unanswerable.write_text(json.dumps({"context": "西湖的湖水清澈。", "question": QUESTION}, ensure_ascii=False) + "\n",
+                            encoding="utf-8")
+    return answerable, unanswerable
+
+
 def test_the_ensemble_s_own_null_threshold_is_tuned_and_used(ensemble_package, tmp_path):
     from taskflow.training import update_manifest
 
@@ -736,13 +748,7 @@ def test_the_ensemble_s_own_null_threshold_is_tuned_and_used(ensemble_package, t
     assert Taskflow("reading_comprehension", task_path=package).task.null_threshold == -2.5
     assert Taskflow("reading_comprehension", task_path=package, ensemble=False).task.null_threshold == 7.5
     assert Taskflow("reading_comprehension", task_path=package, null_threshold=1.0).task.null_threshold == 1.0
-    answerable = tmp_path / "answerable.json"
-    answerable.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [{"id": "p", "context": MRC_CONTEXT, "qas": [
-        {"id": "q", "question": QUESTION, "answers": [{"text": "杭州市", "answer_start": MRC_CONTEXT.index("杭州市")}]}]}]}]},
-        ensure_ascii=False), encoding="utf-8")
-    unanswerable = tmp_path / "unanswerable.jsonl"
-    unanswerable.write_text(json.dumps({"context": "西湖的湖水清澈。", "question": QUESTION}, ensure_ascii=False) + "\n",
-                            encoding="utf-8")
+    answerable, unanswerable = _tuning_files(tmp_path)
     from taskflow.tasks.reading_comprehension.calibrate import main as calibrate
 
     assert calibrate(["null-threshold", "--package", str(package), "--answerable", str(answerable),
@@ -816,13 +822,7 @@ def test_calibrate_null_model_writes_the_fit_and_the_task_uses_it(ensemble_packa
 
     package = tmp_path / "pair"
     shutil.copytree(ensemble_package, package)
-    answerable = tmp_path / "answerable.json"
-    answerable.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [{"id": "p", "context": MRC_CONTEXT, "qas": [
-        {"id": "q", "question": QUESTION, "answers": [{"text": "杭州市", "answer_start": MRC_CONTEXT.index("杭州市")}]}]}]}]},
-        ensure_ascii=False), encoding="utf-8")
-    unanswerable = tmp_path / "unanswerable.jsonl"
-    unanswerable.write_text(json.dumps({"context": "西湖的湖水清澈。", "question": QUESTION}, ensure_ascii=False) + "\n",
-                            encoding="utf-8")
+    answerable, unanswerable = _tuning_files(tmp_path)
     assert calibrate(["null-model", "--package", str(package), "--answerable", str(answerable),
                       "--unanswerable", str(unanswerable), "--write"]) == 0
     manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
