@@ -1,9 +1,11 @@
 """sentiment_analysis speed and memory: static vs dynamic graph, batch sizes,
 construction time, thread modes, RSS over 20,000 calls.
 
-    python benchmarks/bench_sentiment.py --data ../shared/data/sentiment
+    python benchmarks/bench_sentiment.py --data ../shared/data/sentiment [--compare PACKAGE]
 
-Texts are ChnSentiCorp test reviews.  Figures go to benchmarks/RESULTS.md.
+Texts are ChnSentiCorp test reviews.  Figures go to benchmarks/RESULTS.md.  ``--compare`` adds
+another package's static throughput beside the shipped model's in the same run (e.g. an encoder
+package of ``pretraining/finetune_classifier.py``: the accurate tier's price in texts/s).
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 from common import load_note, machine, quiet_load, read_labelled_tsv, table, update_section  # noqa: E402
 
 
-def rss_mb() -> float:
+def rss_mb(field: str = "VmRSS") -> float:
+    """This process's resident memory in MB (``VmHWM``: its peak)."""
     with open("/proc/self/status") as status:
         for line in status:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -42,7 +45,7 @@ def throughput(flow, texts: list[str], seconds: float = 8.0) -> tuple[float, flo
 
 
 MEMORY = """
-import json, resource, sys
+import json, sys
 sys.path.insert(0, sys.argv[1])
 from common import read_labelled_tsv
 from bench_sentiment import rss_mb
@@ -54,7 +57,9 @@ for text in texts[:200]:
 before = rss_mb()
 for i in range(int(sys.argv[3])):
     flow(texts[i % len(texts)])
-print(json.dumps([before, rss_mb(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024]))
+# VmHWM, not getrusage's ru_maxrss: that one keeps the parent's peak across fork and exec, so it
+# reported this benchmark's own memory (every model it had loaded), not the fresh process's.
+print(json.dumps([before, rss_mb(), rss_mb("VmHWM")]))
 """
 
 
@@ -82,6 +87,7 @@ def main() -> None:
     parser.add_argument("--data", required=True, help="folder with chnsenticorp/test.tsv")
     parser.add_argument("--seconds", type=float, default=8.0, help="time per throughput cell")
     parser.add_argument("--calls", type=int, default=20000, help="single-text calls for the RSS check")
+    parser.add_argument("--compare", help="another package to measure beside the shipped model (static graph)")
     args = parser.parse_args()
 
     from taskflow import Taskflow
@@ -89,7 +95,8 @@ def main() -> None:
     texts, _ = read_labelled_tsv(Path(args.data) / "chnsenticorp" / "test.tsv")
     lines = [f"Machine: {machine()}; {load_note(quiet_load())}. Texts: ChnSentiCorp test ({len(texts)} reviews, "
              f"mean {sum(map(len, texts)) / len(texts):.0f} chars). Command: "
-             "`python benchmarks/bench_sentiment.py --data ../shared/data/sentiment`.", ""]
+             f"`python benchmarks/bench_sentiment.py --data ../shared/data/sentiment"
+             f"{' --compare ' + args.compare if args.compare else ''}`.", ""]
 
     with tempfile.TemporaryDirectory() as home:
         start = time.perf_counter()
@@ -119,6 +126,21 @@ def main() -> None:
               "dynamic = the paddle.nn.Layer in eval mode):", "",
               table(["batch", "static texts/s", "static chars/s", "dynamic texts/s", "dynamic chars/s", "static/dynamic"], rows),
               "", f"Static / dynamic at batch 32: **{ratio32:.2f}x**.", ""]
+
+    if args.compare:
+        shipped = Taskflow("sentiment_analysis").task.manifest
+        other = Taskflow("sentiment_analysis", task_path=args.compare).task.manifest
+        compare_rows = []
+        for batch in (1, 32):
+            sample = texts[: max(batch, 256)]
+            ours = throughput(Taskflow("sentiment_analysis", batch_size=batch), sample, args.seconds)[0]
+            theirs = throughput(Taskflow("sentiment_analysis", task_path=args.compare, batch_size=batch), sample,
+                                args.seconds)[0]
+            compare_rows.append([batch, f"{ours:.0f}", f"{theirs:.0f}", f"{theirs / ours:.3f}x"])
+        lines += [f"Beside `{other.name}` {other.version} ({other['architecture']['type']}, `--compare`), static, "
+                  "same run:", "",
+                  table(["batch", f"`{shipped.name}` {shipped.version} texts/s", f"`{other.name}` texts/s",
+                         "ratio"], compare_rows), ""]
 
     # Thread safety costs: per-thread predictor clones (what taskflow does) vs one predictor behind a lock.
     flow = Taskflow("sentiment_analysis", batch_size=8, num_threads=1)
