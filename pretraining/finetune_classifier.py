@@ -43,7 +43,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from taskflow.encoder import CLASSIFIER_TYPE, CLS, NORMALIZATION, SEP, CharVocab
+from taskflow.encoder import CLASSIFIER_TYPE, NORMALIZATION, CharVocab, frame
 from taskflow.packages import write_package
 from taskflow.tasks.text_similarity.features import NORMALIZATION as PAIR_NORMALIZATION, model_text
 from taskflow.text import Normalizer
@@ -77,22 +77,13 @@ class Inputs:
     def __init__(self, vocab: CharVocab, max_chars: int, normalization=NORMALIZATION):
         self.vocab, self.max_chars, self.normalize = vocab, max_chars, Normalizer(normalization)
 
-    def ids(self, item) -> np.ndarray:
+    def segments(self, item) -> list[np.ndarray]:
         if isinstance(item, str):
-            texts = (self.normalize(item)[:self.max_chars],)
-        else:
-            texts = tuple(model_text(text, self.max_chars, self.normalize) for text in item)
-        parts = [[CLS]]
-        for text in texts:
-            parts += [self.vocab.encode_array(text), [SEP]]
-        return np.concatenate(parts).astype(np.int64)
+            return [self.vocab.encode_array(self.normalize(item)[:self.max_chars])]
+        return [self.vocab.encode_array(model_text(text, self.max_chars, self.normalize)) for text in item]
 
     def batch(self, items) -> torch.Tensor:
-        rows = [self.ids(item) for item in items]
-        out = np.zeros((len(rows), max(map(len, rows))), dtype=np.int64)
-        for i, row in enumerate(rows):
-            out[i, :len(row)] = row
-        return torch.from_numpy(out)
+        return torch.from_numpy(frame([self.segments(item) for item in items]))
 
 
 def positive_probability(model: Classifier, inputs: Inputs, items: list, *, batch_size: int = 128,

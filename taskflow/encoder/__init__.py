@@ -10,7 +10,8 @@ Paddle is not installed (the GPU machine that pretrains has PyTorch only):
   such as traditional -> simplified, is added for every encoder package in one place).
 * :data:`SPECIAL_TOKENS`: the first ids of every encoder vocabulary, in this order.
 * :class:`CharVocab`: a package's ``vocab.txt`` (one token per line, id = line number).
-* :func:`add_cls_sep`: a batch of char ids framed as the classifier packages read it.
+* :func:`frame` / :func:`add_cls_sep`: id batches framed as the fine-tuned packages read them,
+  ``[CLS] segment [SEP] segment [SEP]``.
 
 >>> vocab = CharVocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "北", "京"])
 >>> vocab.encode("北京市")
@@ -24,7 +25,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["NORMALIZATION", "SPECIAL_TOKENS", "PAD", "UNK", "CLS", "SEP", "MASK", "CharVocab", "add_cls_sep",
+__all__ = ["NORMALIZATION", "SPECIAL_TOKENS", "PAD", "UNK", "CLS", "SEP", "MASK", "CharVocab", "frame", "add_cls_sep",
            "CLASSIFIER_TYPE"]
 
 # The steps the reading-comprehension and lexical packages use: every step maps one char to one
@@ -36,6 +37,20 @@ PAD, UNK, CLS, SEP, MASK = range(len(SPECIAL_TOKENS))
 
 # The architecture type of an encoder with a classification head (one text, or a pair read together).
 CLASSIFIER_TYPE = "transformer_classifier"
+
+
+def frame(rows: Sequence[Sequence[np.ndarray]]) -> np.ndarray:
+    """Each row's segments of ids as ``[CLS] s1 [SEP] s2 [SEP] ...``, right-padded with ``PAD`` into
+    one ``[B, T]`` int64 batch: one text, a pair read together, or a question and its window.
+
+    >>> frame([[np.array([7, 8])], [np.array([7]), np.array([9])]]).tolist()
+    [[2, 7, 8, 3, 0], [2, 7, 3, 9, 3]]
+    """
+    framed = [np.concatenate([[CLS], *(part for segment in row for part in (segment, [SEP]))]) for row in rows]
+    out = np.zeros((len(framed), max(map(len, framed))), dtype=np.int64)
+    for i, row in enumerate(framed):
+        out[i, :len(row)] = row
+    return out
 
 
 def add_cls_sep(ids: np.ndarray) -> np.ndarray:

@@ -53,7 +53,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from taskflow.encoder import CLS, SEP, CharVocab
+from taskflow.encoder import CharVocab, frame
 from taskflow.errors import ManifestError, OptionError
 from taskflow.model import register_network
 from taskflow.predictor import InputSpec
@@ -164,12 +164,7 @@ class EncoderReader:
         return max_seq_len - question - 3     # [CLS] question [SEP] ... [SEP]
 
     def feeds(self, units: list[tuple[EncodedQuestion, int, int]]) -> dict[str, np.ndarray]:
-        rows = [np.concatenate([[CLS], p.question_ids, [SEP], p.context_ids[start:end], [SEP]])
-                for p, start, end in units]
-        ids = np.zeros((len(rows), max(map(len, rows))), dtype=np.int64)
-        for i, row in enumerate(rows):
-            ids[i, :len(row)] = row
-        return {"input_ids": ids}
+        return {"input_ids": frame([(p.question_ids, p.context_ids[start:end]) for p, start, end in units])}
 
     def input_specs(self, batch_size: int, max_seq_len: int) -> list[InputSpec]:
         return [InputSpec("input_ids", "int64", (batch_size, max_seq_len))]

@@ -43,7 +43,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from taskflow.encoder import CLASSIFIER_TYPE, CLS, SEP, CharVocab
+from taskflow.encoder import CLASSIFIER_TYPE, CharVocab, frame
 from taskflow.errors import OptionError
 from taskflow.model import register_network
 from taskflow.predictor import InputSpec
@@ -90,12 +90,8 @@ class PairNetwork:
     def feeds(self, pairs: list[tuple[str, str]]) -> dict[str, np.ndarray]:
         if not self.cross_encoder:
             return _feeds(pairs, self.vocab)
-        rows = [np.concatenate([[CLS], self.vocab.encode_array(a), [SEP], self.vocab.encode_array(b), [SEP]])
-                for a, b in pairs + [(b, a) for a, b in pairs]]
-        ids = np.zeros((len(rows), max(map(len, rows))), dtype=np.int64)
-        for i, row in enumerate(rows):
-            ids[i, :len(row)] = row
-        return {"input_ids": ids}
+        ids = [(self.vocab.encode_array(a), self.vocab.encode_array(b)) for a, b in pairs]
+        return {"input_ids": frame(ids + [(b, a) for a, b in ids])}
 
     def probability(self, outputs) -> np.ndarray:
         """[B] probabilities that each pair means the same, from the network's outputs."""
