@@ -43,7 +43,8 @@ def main() -> None:
 
     start = time.perf_counter()
     flows = [Taskflow("sentiment_analysis", task_path=path) for path in args.task_path] or [Taskflow("sentiment_analysis")]
-    names = [f"taskflow {f.task.manifest.version}" if len(flows) > 1 else "taskflow" for f in flows]
+    names = [f"taskflow {f.task.manifest.name} {f.task.manifest.version}" if len(flows) > 1 else "taskflow"
+             for f in flows]
     flow = flows[0]
     manifest = flow.task.manifest
     train_texts, train_labels = training_texts(data, manifest["training"]["train_files"])

@@ -164,6 +164,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="the package's max_length, what the task reads of a text (default: sentiment 254, "
                              "the pretraining length less [CLS] and [SEP]; a pair text: --max-chars)")
     add_optimizer_options(parser, epochs=1.0)
+    parser.add_argument("--max-minutes", type=float, help="stop training after so long (a guard for a time-limited "
+                                                           "machine: the schedule is not shortened)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1 ... (auto: cuda where there is one)")
     parser.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=None, help="default: on with CUDA")
@@ -236,6 +238,10 @@ def main(argv=None) -> int:
             if step % 200 == 0:
                 minutes = (time.monotonic() - started) / 60
                 log(f"step {step}/{total} loss {loss.item():.4f} {tokens / minutes / 60:.0f} tokens/s")
+            if args.max_minutes and time.monotonic() - started > args.max_minutes * 60:
+                log(f"--max-minutes {args.max_minutes}: stopping at step {step}/{total}")
+                total = step
+                break
     train_minutes = (time.monotonic() - started) / 60
 
     def accuracy(items, threshold):

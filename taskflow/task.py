@@ -17,12 +17,13 @@ put back in input order and joined into one result per item (``join``).
 from __future__ import annotations
 
 import inspect
+import math
 import numbers
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .errors import InputTypeError, InvalidInputError, OptionError
+from .errors import InputTypeError, InvalidInputError, ManifestError, OptionError
 from .model import Model
 from .predictor import InputSpec, Predictor, PredictorOptions
 from .text import split_text
@@ -85,6 +86,20 @@ def feeds_of(features: Mapping[str, Any], role: str = "") -> dict[str, Any]:
     prefix = f"{role}/" if role else ""
     return {name[len(prefix):]: value for name, value in features.items()
             if name.startswith(prefix) and "/" not in name[len(prefix):]}
+
+
+def ensemble_weights(manifest, networks: int) -> list[float] | None:
+    """The manifest's ``ensemble_weights`` (one per network: the package's own, then each of its
+    ``ensemble`` in order; tuned on a selection set), normalised to sum to 1; None (equal weights)
+    if absent."""
+    weights = manifest.get("ensemble_weights")
+    if weights is None:
+        return None
+    numbers_ = isinstance(weights, list) and all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights)
+    if not numbers_ or len(weights) != networks or not all(math.isfinite(w) and w > 0 for w in weights):
+        raise ManifestError(f"model {manifest.name!r}: ensemble_weights must be {networks} positive numbers, one per "
+                            f"network (the package's own, then each of its 'ensemble'); got {weights!r:.80}")
+    return [w / sum(weights) for w in weights]
 
 
 class Task:

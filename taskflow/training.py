@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 __all__ = ["fit", "Fit", "Schedule", "length_batches", "recipe_parser", "PackageDraft", "update_manifest",
-           "framework_versions", "snapshot", "restore", "jieba_cut", "log", "portable_path", "seed_all",
+           "simplex_grid", "framework_versions", "snapshot", "restore", "jieba_cut", "log", "portable_path", "seed_all",
            "fast_cpu_math", "add_own_data_options", "own_data_defaults", "read_labelled", "LabelledExample",
            "split_off_dev", "check_label_sets", "sorted_labels", "classification_report", "print_report", "progress",
            "load_vectors", "pretrained_embeddings", "vectors_report"]
@@ -145,6 +145,23 @@ def update_manifest(package_dir: str | Path, fields: Mapping[str, Any]):
     manifest = Manifest.load(package_dir / "manifest.json")
     kept = {k: v for k, v in manifest.data.items() if k != "files"}
     return write_package(package_dir, {**kept, **fields}, {name: package_dir / name for name in manifest.files})
+
+
+def simplex_grid(networks: int, step: float) -> list[tuple[float, ...]]:
+    """Every weighting of an ensemble's ``networks`` in multiples of ``step`` that sums to 1, each
+    weight at least one step (a network with weight 0 is not a member): the candidates an
+    ``ensemble_weights`` tuning scores."""
+    units = round(1 / step)
+    if networks < 2 or units < networks or not math.isclose(units * step, 1.0):
+        raise ValueError(f"step {step}: give 1/N for a whole N of at least {networks} (the networks)")
+
+    def splits(n: int, parts: int):
+        if parts == 1:
+            yield (n,)
+            return
+        for first in range(1, n - parts + 2):
+            yield from ((first, *rest) for rest in splits(n - first, parts - 1))
+    return [tuple(k / units for k in split) for split in splits(units, networks)]
 
 
 _MODULES = {"paddlepaddle": "paddle", "numpy": "numpy", "scikit-learn": "sklearn", "jieba": "jieba"}

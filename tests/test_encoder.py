@@ -14,6 +14,7 @@ import io
 import itertools
 import json
 import random
+import shutil
 import sys
 from pathlib import Path
 
@@ -203,6 +204,90 @@ def test_sentiment_analysis_runs_an_encoder_classifier_package_framed_and_chunke
     assert sum(together[1]["scores"].values()) == pytest.approx(1.0, abs=1e-5)
 
 
+def _sentiment_ensemble(parity, tiny_sentiment, folder: Path, **fields) -> Path:
+    """The encoder classifier (8-char chunks) with the tiny char CNN inside it as its ensemble member."""
+    package = _package(folder, parity, "transformer_classifier", task="sentiment_analysis",
+                       labels=["negative", "positive"], max_length=8)
+    shutil.copytree(tiny_sentiment, package / "cnn")
+    manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
+    manifest.update(requires={"cnn": "./cnn"}, ensemble=["cnn"], **fields)
+    (package / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return package
+
+
+def test_a_sentiment_ensemble_mixes_each_network_s_probabilities_of_the_same_chunks(parity, tiny_sentiment, tmp_path):
+    """Each network reads the package's chunks (the encoder's 8 chars; the char CNN could read 32),
+    averages them by length, and the text's probabilities are the networks' mixed by the weights."""
+    package = _sentiment_ensemble(parity, tiny_sentiment, tmp_path / "mix", ensemble_weights=[1, 3])
+    texts = ["一丁七万", "一丁七万丈三上下。不与丏丐丑丒专且丕世", "丁"]
+    mixed = Taskflow("sentiment_analysis", task_path=str(package), return_all_scores=True)
+    encoder = Taskflow("sentiment_analysis", task_path=str(package), return_all_scores=True, ensemble=False)
+    cnn = Taskflow("sentiment_analysis", task_path=str(package / "cnn"), return_all_scores=True)
+    assert len(mixed.task.networks) == 2 and mixed.task.weights == pytest.approx([0.25, 0.75])
+    assert len(encoder.task.networks) == 1 and cnn.task.temperature is None
+    for text, got, alone in zip(texts, mixed(texts), encoder(texts)):
+        chunks = [chunk for _, chunk in mixed.task.split(text)]
+        assert len(chunks) == (4 if len(text) > 8 else 1)      # cut at the sentence end, then at 8
+        lengths = [len(chunk) for chunk in chunks]
+        cnn_part = np.average([cnn(chunk)[0]["scores"]["positive"] for chunk in chunks], weights=lengths)
+        expected = 0.25 * alone["scores"]["positive"] + 0.75 * cnn_part
+        assert got["scores"]["positive"] == pytest.approx(expected, abs=1e-5)
+        assert got["label"] == ("positive" if expected > 0.5 else "negative")
+    # A batch of one gives the same as a batch of all.
+    one_by_one = Taskflow("sentiment_analysis", task_path=str(package), return_all_scores=True, batch_size=1)
+    assert [r["scores"] for r in one_by_one(texts)] == [pytest.approx(r["scores"], abs=1e-6) for r in mixed(texts)]
+
+
+def test_a_sentiment_ensemble_refuses_members_that_cannot_mix(parity, tiny_sentiment, tmp_path):
+    from taskflow.errors import ManifestError
+    from taskflow.training import update_manifest
+
+    package = _sentiment_ensemble(parity, tiny_sentiment, tmp_path / "mix")
+    update_manifest(package / "cnn", {"labels": ["negative", "neutral"]})
+    with pytest.raises(ManifestError, match="labels"):
+        Taskflow("sentiment_analysis", task_path=str(package))
+    update_manifest(package / "cnn", {"labels": ["negative", "positive"], "max_length": 6})
+    with pytest.raises(ManifestError, match="reads 6 chars, fewer than the package's 8-char chunks"):
+        Taskflow("sentiment_analysis", task_path=str(package))
+    update_manifest(package / "cnn", {"max_length": 32})
+    for bad in ([1], [0, 1], [1, True]):
+        update_manifest(package, {"ensemble_weights": bad})
+        with pytest.raises(ManifestError, match="ensemble_weights must be 2 positive numbers"):
+            Taskflow("sentiment_analysis", task_path=str(package))
+    assert Taskflow("sentiment_analysis", task_path=str(package), ensemble=False)("一丁")[0]["label"]
+
+
+def test_the_sentiment_recipe_tunes_an_ensemble_s_weights_then_its_temperature(parity, tiny_sentiment, tmp_path):
+    """Each weighting's pooled dev accuracy in the manifest is what the task gives with those weights."""
+    from taskflow.tasks.sentiment_analysis.train import ENSEMBLE_SELECTION, main
+    from taskflow.training import update_manifest
+
+    package = _sentiment_ensemble(parity, tiny_sentiment, tmp_path / "mix")
+    chars = [chr(0x4E00 + i) for i in range(60)]
+    rng = random.Random(0)
+    rows = {rel: [("".join(rng.choices(chars, k=rng.randint(2, 20))), rng.randint(0, 1)) for _ in range(12)]
+            for rel in ENSEMBLE_SELECTION}
+    for rel, items in rows.items():
+        (tmp_path / "data" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "data" / rel).write_text("label\ttext\n" + "".join(f"{y}\t{t}\n" for t, y in items), encoding="utf-8")
+    assert main(["--ensemble-weights", str(package), "--data-dir", str(tmp_path / "data")]) == 0
+    manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
+    tuning = manifest["ensemble_weights_tuning"]
+    assert [row[:2] for row in tuning["grid"]] == [pytest.approx([k / 10, 1 - k / 10]) for k in range(1, 10)]
+    texts = [t for items in rows.values() for t, _ in items]
+    gold = [y for items in rows.values() for _, y in items]
+    scratch = tmp_path / "scratch"
+    shutil.copytree(package, scratch)
+    update_manifest(scratch, {"temperature": None})
+    for own, member, accuracy in tuning["grid"]:
+        update_manifest(scratch, {"ensemble_weights": [own, member]})
+        labels = [r["label"] for r in Taskflow("sentiment_analysis", task_path=str(scratch))(texts)]
+        assert accuracy == round(float(np.mean([label == ["negative", "positive"][y] for label, y in zip(labels, gold)])), 4)
+    best = max(tuning["grid"], key=lambda row: row[-1])
+    assert manifest["ensemble_weights"] == best[:2] and tuning["accuracy"] == best[-1]
+    assert isinstance(manifest["temperature"], float) and manifest["temperature"] > 0    # fitted on the mix after
+
+
 def test_text_similarity_runs_an_encoder_classifier_as_a_symmetric_cross_encoder(parity, tmp_path):
     """A ``transformer_classifier`` package for text_similarity reads ``[CLS] a [SEP] b [SEP]`` in both
     orders and averages them; texts are read as the fast matcher reads them (no punctuation), cut to
@@ -266,8 +351,8 @@ def test_reading_comprehension_runs_a_span_encoder_over_windows_of_question_and_
     assert all(a["answer"] == context[a["start"]:a["end"]] and len(a["answer"]) <= 5 for a in answers)
 
 
-def test_a_span_encoder_refuses_windows_it_cannot_read_and_ensembles(parity, tmp_path):
-    from taskflow.errors import ManifestError, OptionError
+def test_a_span_encoder_refuses_windows_it_cannot_read(parity, tmp_path):
+    from taskflow.errors import OptionError
 
     package = _package(tmp_path / "reader", parity, "transformer_span", task="reading_comprehension",
                        max_seq_len=24, doc_stride=4, max_question_len=5, max_answer_len=5)
@@ -275,14 +360,45 @@ def test_a_span_encoder_refuses_windows_it_cannot_read_and_ensembles(parity, tmp
         Taskflow("reading_comprehension", task_path=str(package), max_seq_len=32)
     with pytest.raises(OptionError, match="context chars a window"):
         Taskflow("reading_comprehension", task_path=str(package), max_seq_len=12, doc_stride=4)
-    _package(package / "partner", parity, "transformer_span", task="reading_comprehension", max_seq_len=24)
+
+
+def test_a_span_encoder_votes_in_an_ensemble_reading_each_window_in_pieces(parity, tiny_models, tmp_path):
+    """A member encoder reads each of the package's windows in pieces of its own positions (as it
+    was fine-tuned), and a span scores its readers' mean probability: the encoder's is its best
+    over the pieces that hold the span whole, 0 where none does."""
+    char_reader = tiny_models["reading_comprehension"]          # windows of 32 chars, answers of 10
+    package = tmp_path / "ensemble"
+    shutil.copytree(char_reader, package)
+    _package(package / "encoder", parity, "transformer_span", task="reading_comprehension",
+             max_seq_len=24, doc_stride=4, max_question_len=5, max_answer_len=10)
     manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
-    manifest.update(requires={"partner": "./partner"}, ensemble=["partner"])
+    manifest.update(requires={"encoder": "./encoder"}, ensemble=["encoder"])
     (package / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    with pytest.raises(ManifestError, match="cannot vote"):
-        Taskflow("reading_comprehension", task_path=str(package))
-    assert Taskflow("reading_comprehension", task_path=str(package), ensemble=False)(
-        {"context": _chars(0, 10), "question": _chars(3, 2)})[0]["answer"]
+
+    def spans(path, item, **options):
+        results = Taskflow("reading_comprehension", task_path=str(path), top_k=1000, **options)(item)[0]
+        return {(r["start"], r["end"]): r["score"] for r in results}
+
+    item = (_chars(0, 30), _chars(3, 5))                  # one window of the char reader's
+    encoder = Taskflow("reading_comprehension", task_path=str(package / "encoder"))
+    windows = encoder.task.split(encoder.task.check_item(item, 0))
+    assert [(w.start, w.end) for w in windows] == [(0, 16), (12, 28), (14, 30)]
+    assert all(encoder.task.readers[0].pieces(w.prepared[0], w.start, w.end) == [(w.start, w.end)]
+               for w in windows)                                        # alone: one piece a window
+    member = Taskflow("reading_comprehension", task_path=str(package)).task.readers[1]
+    assert member.pieces(member.prepare(encoder.task.check_item(item, 0)), 0, 30) == [(0, 16), (12, 28), (14, 30)]
+    own = spans(char_reader, item)
+    alone = spans(package / "encoder", item)               # windows of 24 - 5 - 3 = 16 chars: the same pieces
+    together = spans(package, item)
+    assert len(own) == 30 * 10 - 45 and set(alone) < set(own) and (10, 20) not in alone
+    assert together.keys() == own.keys()
+    for span, score in together.items():
+        assert score == pytest.approx((own[span] + alone.get(span, 0.0)) / 2, rel=1e-4, abs=1e-12), span
+    # Batched with a long context (many windows, several pieces each), answers stay the same.
+    long_item = (_chars(0, 90), _chars(3, 5))
+    batched = Taskflow("reading_comprehension", task_path=str(package), top_k=3)([long_item, item])
+    one_by_one = Taskflow("reading_comprehension", task_path=str(package), top_k=3, batch_size=1)([long_item, item])
+    assert [[(a["start"], a["end"]) for a in r] for r in batched] == [[(a["start"], a["end"]) for a in r] for r in one_by_one]
 
 
 def test_span_logits_put_padding_out_of_reach(parity, static_runs):
@@ -503,6 +619,22 @@ def test_reading_comprehension_windows_point_at_the_answer_in_every_window_that_
             assert vocab.decode(w.ids[w.start_label:w.end_label + 1]) == Normalizer(NORMALIZATION)(answer)
             assert len(w.ids) <= 40 and w.ids[0] == CLS and w.ids[w.offset - 1] == SEP and w.ids[-1] == SEP
         assert all(w.start_label == w.end_label == 0 for w in mine if all(w is not h for h in holding))
+
+
+def test_an_epoch_draws_every_answer_window_and_a_share_of_the_others():
+    pytest.importorskip("torch")
+    finetune_span = _import_recipe()[1]
+    windows = [finetune_span.Window(i // 4, np.zeros(3, dtype=np.int64), 2, 0, 1, *((2, 2) if i % 4 == 0 else (0, 0)))
+               for i in range(400)]
+    holding = {i for i, w in enumerate(windows) if w.start_label}
+    rng = random.Random(0)
+    assert sorted(finetune_span.epoch_order(windows, 1.0, rng)) == list(range(400))
+    assert sorted(finetune_span.epoch_order(windows, 0.0, rng)) == sorted(holding)
+    first, second = (finetune_span.epoch_order(windows, 0.3, rng) for _ in range(2))
+    for drawn in (first, second):
+        others = set(drawn) - holding
+        assert holding <= set(drawn) and len(drawn) == len(set(drawn)) and 60 <= len(others) <= 120
+    assert set(first) != set(second) and first != sorted(first)    # drawn afresh, and shuffled
 
 
 def _toy_checkpoint(torch, path: Path, recipe_model, chars: str) -> None:

@@ -15,7 +15,7 @@ from make_tiny_models import MRC_CONTEXT
 
 from taskflow import Taskflow
 from taskflow.cli import main
-from taskflow.errors import InputTypeError, InvalidInputError, OptionError
+from taskflow.errors import InputTypeError, InvalidInputError, ManifestError, OptionError
 from taskflow.tasks.reading_comprehension.data import (
     FEATURES, Vocab, best_spans, ensemble_null, mean_span_scores, merge, normalise, prepare, top_spans, windows)
 from taskflow.tasks.reading_comprehension.calibrate import package_scores, tune_null_threshold
@@ -278,8 +278,9 @@ def test_official_cmrc_scoring():
 # ------------------------------------------------------------- shipped model
 
 @pytest.mark.skipif(not (SHIPPED / "manifest.json").is_file(), reason="the shipped model is not built")
-def test_shipped_model_answers_clear_questions():
-    qa = Taskflow("reading_comprehension")
+@pytest.mark.parametrize("options", [{}, {"mode": "accurate"}], ids=["default", "accurate"])
+def test_shipped_model_answers_clear_questions(options):
+    qa = Taskflow("reading_comprehension", **options)
     items = [
         {"context": "范廷颂是越南罗马天主教枢机。1963年被任为主教；1990年被擢升为天主教河内总教区宗座署理。",
          "question": "范廷颂是什么时候被任为主教的？"},
@@ -293,10 +294,11 @@ def test_shipped_model_answers_clear_questions():
     assert "1963" in answers[0] and "曹雪芹" in answers[1] and "8848" in answers[2], answers
     # With "no answer" allowed (the null model), the same questions keep their answers, and each asked
     # of another item's context gets the empty answer.
-    allowed = Taskflow("reading_comprehension", handle_impossible_answer=True)(items)
+    allowed = Taskflow("reading_comprehension", handle_impossible_answer=True, **options)(items)
     assert [r["answer"] for r in allowed] == answers
     swapped = [{"context": items[(i + 1) % 3]["context"], "question": item["question"]} for i, item in enumerate(items)]
-    assert [r["answer"] for r in Taskflow("reading_comprehension", handle_impossible_answer=True)(swapped)] == [""] * 3
+    refused = Taskflow("reading_comprehension", handle_impossible_answer=True, **options)(swapped)
+    assert [r["answer"] for r in refused] == [""] * 3
 
 
 # ------------------------------------------------- joint span scorer (length)
@@ -611,7 +613,6 @@ def test_the_unanswerable_sets_contract(part):
 
 
 def test_a_length_prior_in_the_manifest_decodes_a_package_without_a_length_scorer(tiny, tmp_path):
-    from taskflow.errors import ManifestError
     from taskflow.training import update_manifest
 
     package = tmp_path / "tiny"
@@ -667,6 +668,12 @@ def test_mean_span_scores_average_the_readers_and_count_a_missing_span_as_zero()
     windows = [[(0.3, 0.1), (0.01, 0.9)], [(0.4, 0.3), (0.02, 0.2)]]
     assert ensemble_null(windows, 0.3) == pytest.approx(0.3 * math.sqrt(0.1 / 0.3 * 0.2 / 0.4))
     assert ensemble_null([[(0.3, 0.1)]], 0.3) == pytest.approx(0.1)          # one reader: its own null
+    # Weighted (a package's ensemble_weights): the same means with the readers' weights.
+    weighted, weighted_null = mean_span_scores([a, b], [0.75, 0.25])
+    np.testing.assert_allclose(weighted, [[0.25, 0.075, 0.0375], [0.275, -1.0, -1.0]])
+    assert weighted_null == pytest.approx(0.15)
+    assert ensemble_null(windows, 0.3, [0.75, 0.25]) == pytest.approx(
+        0.3 * math.exp(0.75 * math.log(0.1 / 0.3) + 0.25 * math.log(0.2 / 0.4)))
     assert ensemble_null([[(0.3, 0.1)], [(0.0, 1.0)]], 0.3) is None          # a reader without a span
     spans, _ = top_spans(scores, null, 10)
     assert spans == [(0, 1, pytest.approx(0.3)), (1, 2, pytest.approx(0.25)), (0, 2, pytest.approx(0.05)),
@@ -710,6 +717,23 @@ def test_an_ensemble_scores_each_span_by_its_readers_mean_probability(tiny, join
     margin = lambda null, spans: math.log(null) - math.log(max(spans.values()))
     expected = (margin(empty(tiny), own) + margin(empty(joint_package, max_answer_len=10), member)) / 2
     assert math.log(empty(ensemble_package)) - math.log(ranked[0]) == pytest.approx(expected, abs=1e-5)
+
+
+def test_ensemble_weights_weigh_each_reader_s_probabilities(tiny, joint_package, ensemble_package, tmp_path):
+    from taskflow.training import update_manifest
+
+    item = ("杭州市是浙江省的省会，位于中国东南沿海。", QUESTION)
+    own, member = _all_spans(tiny, item), _all_spans(joint_package, item, max_answer_len=10)
+    package = tmp_path / "weighted"
+    shutil.copytree(ensemble_package, package)
+    update_manifest(package, {"ensemble_weights": [3, 1]})
+    for span, score in _all_spans(package, item).items():
+        assert score == pytest.approx(0.75 * own.get(span, 0.0) + 0.25 * member.get(span, 0.0), rel=1e-6, abs=1e-12)
+    for bad in ([1], [1, 0], [1, "2"], "equal"):
+        update_manifest(package, {"ensemble_weights": bad})
+        with pytest.raises(ManifestError, match="ensemble_weights must be 2 positive numbers"):
+            Taskflow("reading_comprehension", task_path=package)
+    assert Taskflow("reading_comprehension", task_path=package, ensemble=False)(item)[0]["answer"]
 
 
 def test_ensemble_false_runs_the_package_s_own_reader_exactly(tiny, ensemble_package):
@@ -772,7 +796,6 @@ def test_question_bigram_coverage_counts_the_questions_distinct_bigrams_found_in
 
 
 def test_a_null_model_decides_no_answer_by_its_score_for_the_readers_it_was_fitted_on(tiny, tmp_path):
-    from taskflow.errors import ManifestError
     from taskflow.tasks.reading_comprehension.data import question_bigram_coverage
     from taskflow.training import update_manifest
 
@@ -834,7 +857,6 @@ def test_calibrate_null_model_writes_the_fit_and_the_task_uses_it(ensemble_packa
 
 
 def test_an_ensemble_naming_no_required_reader_is_a_manifest_error(tiny, tmp_path):
-    from taskflow.errors import ManifestError
     from taskflow.training import update_manifest
 
     package = tmp_path / "pair"
@@ -845,3 +867,37 @@ def test_an_ensemble_naming_no_required_reader_is_a_manifest_error(tiny, tmp_pat
     update_manifest(package, {"ensemble": [3]})
     with pytest.raises(ManifestError, match="ensemble"):
         Taskflow("reading_comprehension", task_path=package)
+
+
+def test_calibrate_ensemble_weights_scores_each_weighting_as_the_task_runs_it(ensemble_package, tmp_path):
+    """The tuning decodes cached network outputs; each weighting's F1 / EM must be what the task
+    gives with those weights in the manifest, and the best is written."""
+    from taskflow.tasks.reading_comprehension.calibrate import main as calibrate
+    from taskflow.tasks.reading_comprehension.metrics import evaluate
+    from taskflow.training import update_manifest
+
+    package = tmp_path / "pair"
+    shutil.copytree(ensemble_package, package)
+    contexts = [MRC_CONTEXT, "杭州市是浙江省的省会，位于中国东南沿海。", "西湖在杭州市西部，湖水清澈，四季景色不同。"]
+    rows = [(c, q, c[2:len(c) // 2]) for c in contexts for q in (QUESTION, "西湖在哪里？")]
+    answerable = tmp_path / "answerable.json"
+    answerable.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [
+        {"id": f"p{i}", "context": c, "qas": [{"id": f"q{i}", "question": q, "answers": [
+            {"text": a, "answer_start": c.index(a)}]}]} for i, (c, q, a) in enumerate(rows)]}]}, ensure_ascii=False),
+        encoding="utf-8")
+    assert calibrate(["ensemble-weights", "--package", str(package), "--answerable", str(answerable),
+                      "--step", "0.25", "--write"]) == 0
+    manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
+    tuning = manifest["ensemble_weights_tuning"]
+    assert [row[:2] for row in tuning["grid"]] == [[0.25, 0.75], [0.5, 0.5], [0.75, 0.25]]
+    scratch = tmp_path / "scratch"
+    shutil.copytree(package, scratch)
+    for own, member, f1, em in tuning["grid"]:
+        update_manifest(scratch, {"ensemble_weights": [own, member]})
+        answers = [r["answer"] for r in Taskflow("reading_comprehension", task_path=scratch)(
+            [{"context": c, "question": q} for c, q, _ in rows])]
+        direct = evaluate([[a] for _, _, a in rows], answers)
+        assert (f1, em) == (round(direct["f1"], 3), round(direct["em"], 3))
+    best = max(tuning["grid"], key=lambda row: row[2])
+    assert manifest["ensemble_weights"] == best[:2] and tuning["f1"] == best[2]
+    assert Taskflow("reading_comprehension", task_path=package).task.weights == pytest.approx(best[:2])

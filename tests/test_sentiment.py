@@ -25,6 +25,40 @@ def test_clear_sentences(senta):
         assert set(r["scores"]) == {"negative", "positive"}
 
 
+@pytest.fixture(scope="module")
+def accurate():
+    return Taskflow("sentiment_analysis", mode="accurate", offline=True, return_all_scores=True)
+
+
+def test_accurate_mode_on_clear_sentences_and_contrasts(accurate):
+    """The encoder mixed with char_cnn: the clear sentences, and contrasts whose second clause decides."""
+    contrasts = {"虽然价格有点贵，但是味道真的很好": "positive", "快递很快，但是东西是坏的": "negative",
+                 "包装很精美，可惜质量太差了": "negative", "房间不大，但是很干净": "positive"}
+    results = accurate(POSITIVE + NEGATIVE + list(contrasts))
+    assert [r["label"] for r in results] == ["positive"] * 3 + ["negative"] * 3 + list(contrasts.values())
+    for r in results:
+        assert r["score"] == max(r["scores"].values()) and sum(r["scores"].values()) == pytest.approx(1.0)
+    task = accurate.task
+    assert task.manifest.name == "encoder_ensemble" and [n.model.name for n in task.networks] == [
+        "encoder_ensemble", "char_cnn"]
+    assert task.weights == pytest.approx([0.3, 0.7]) and task.temperature is not None
+
+
+def test_accurate_mode_mixes_what_each_network_says_alone(accurate, senta):
+    """Short texts (one chunk each): the accurate score is temper(0.3 x encoder + 0.7 x char_cnn)."""
+    from taskflow.tasks.sentiment_analysis import temper
+
+    texts = ["服务态度不是很好", "这家店yyds", "房间不大，但是很干净"]
+    encoder = Taskflow("sentiment_analysis", mode="accurate", ensemble=False, offline=True, return_all_scores=True)
+    encoder.task.temperature = None
+    senta_raw = Taskflow("sentiment_analysis", offline=True, return_all_scores=True)
+    senta_raw.task.temperature = None
+    for text, got, e, c in zip(texts, accurate(texts), encoder(texts), senta_raw(texts)):
+        mixed = [0.3 * e["scores"][k] + 0.7 * c["scores"][k] for k in ("negative", "positive")]
+        expected = temper(mixed, accurate.task.temperature)
+        assert [got["scores"]["negative"], got["scores"]["positive"]] == pytest.approx(expected, abs=1e-5), text
+
+
 # raises=: a crash is a failure, not the known weakness.
 @pytest.mark.xfail(strict=True, raises=AssertionError,
                    reason="known weakness of char_cnn 1.0.0 to 1.2.0 (see tasks/sentiment_analysis/README.md): "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import random
 
 import numpy as np
@@ -287,3 +288,15 @@ def test_snapshot_and_restore_bring_back_the_best_weights():
     assert np.array_equal(state["1.weight"].numpy(), later["1.weight"])    # left out: unchanged
     restore(network, best)
     assert all(np.array_equal(v.numpy(), best[k]) for k, v in network.state_dict().items())
+
+
+def test_simplex_grid_lists_every_weighting_with_each_network_in():
+    from taskflow.training import simplex_grid
+
+    assert simplex_grid(2, 0.25) == [(0.25, 0.75), (0.5, 0.5), (0.75, 0.25)]
+    grid = simplex_grid(3, 0.1)
+    assert len(grid) == 36 and len(set(grid)) == 36          # C(9, 2): 10 tenths, each reader at least one
+    assert all(math.isclose(sum(w), 1.0) and min(w) >= 0.1 - 1e-12 for w in grid)
+    for readers, step in [(3, 0.5), (2, 0.3), (1, 0.5)]:
+        with pytest.raises(ValueError, match="step"):
+            simplex_grid(readers, step)

@@ -58,7 +58,7 @@ from taskflow.errors import ManifestError, OptionError
 from taskflow.model import register_network
 from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
-from taskflow.task import MultiTextTask, bool_option, feeds_of, int_option, member_feeds, number_option
+from taskflow.task import MultiTextTask, bool_option, ensemble_weights, feeds_of, int_option, member_feeds, number_option
 
 from .data import (FEATURES, NullModel, Prepared, Vocab, encode, ensemble_null, mean_span_scores, merge,
                    no_answer_score, prepare, span_scores, top_spans, windows)
@@ -124,10 +124,12 @@ class Reader:
                       InputSpec("question_word_ids", "int64", (batch_size, self.max_question_len))]
         return specs
 
-    def span_scores(self, outputs, row: int, prepared: Prepared, length: int, max_answer_len: int):
-        """``data.span_scores`` of one window from this reader's outputs for its batch."""
-        length_scores = outputs[2][row] if self.joint else self.length_prior
-        return span_scores(outputs[0][row], outputs[1][row], length, max_answer_len, length_scores)
+    def window_scores(self, outputs, units: list[tuple[Prepared, int, int]], max_answer_len: int):
+        """``data.span_scores`` of each window ``(prepared, start, end)`` from this reader's outputs
+        for the batch (one row a window)."""
+        return [span_scores(outputs[0][row], outputs[1][row], end - start, max_answer_len,
+                            outputs[2][row] if self.joint else self.length_prior)
+                for row, (_, start, end) in enumerate(units)]
 
 
 class EncodedQuestion(NamedTuple):
@@ -154,6 +156,22 @@ class EncoderReader:
             raise ManifestError(f"model {model.name!r}: reading comprehension needs a normalisation that keeps "
                                 f"offsets; got {self.normalize!r}")
         self.max_positions = int(model.manifest["architecture"].get("max_len", 512))
+        # As an ensemble member it reads each of the package's windows in pieces the size it was
+        # fine-tuned on (its manifest's); the package's own encoder reads one piece a window.
+        self.read_pieces(int(model.manifest.get("max_seq_len", self.max_positions)),
+                         int(model.manifest.get("doc_stride", 128)))
+
+    def read_pieces(self, seq_len: int, stride: int) -> None:
+        if seq_len > self.max_positions or self.context_width(seq_len) <= stride:
+            raise ManifestError(f"model {self.model.name!r}: pieces of {seq_len} positions overlapping by {stride} "
+                                f"chars do not fit its {self.max_positions} positions and "
+                                f"{self.max_question_len}-char questions; fix its max_seq_len / doc_stride")
+        self.piece_seq_len, self.piece_stride = seq_len, stride
+
+    def pieces(self, prepared: EncodedQuestion, start: int, end: int) -> list[tuple[int, int]]:
+        """The ``(start, end)`` context pieces this network reads window ``start:end`` in."""
+        width = self.context_width(self.piece_seq_len, prepared)
+        return [(start + a, start + b) for a, b in windows(end - start, width, self.piece_stride)]
 
     def prepare(self, item: Item) -> EncodedQuestion:
         question = self.vocab.encode_array(self.normalize(item.question))[:self.max_question_len]
@@ -164,19 +182,35 @@ class EncoderReader:
         return max_seq_len - question - 3     # [CLS] question [SEP] ... [SEP]
 
     def feeds(self, units: list[tuple[EncodedQuestion, int, int]]) -> dict[str, np.ndarray]:
-        return {"input_ids": frame([(p.question_ids, p.context_ids[start:end]) for p, start, end in units])}
+        """One row a piece: ``[CLS] question [SEP] piece [SEP]``."""
+        return {"input_ids": frame([(p.question_ids, p.context_ids[a:b]) for p, start, end in units
+                                    for a, b in self.pieces(p, start, end)])}
 
     def input_specs(self, batch_size: int, max_seq_len: int) -> list[InputSpec]:
-        return [InputSpec("input_ids", "int64", (batch_size, max_seq_len))]
+        pieces = len(windows(max_seq_len, self.context_width(self.piece_seq_len), self.piece_stride))
+        return [InputSpec("input_ids", "int64", (batch_size * pieces, self.piece_seq_len))]
 
-    def span_scores(self, outputs, row: int, prepared: EncodedQuestion, length: int, max_answer_len: int):
-        offset = len(prepared.question_ids) + 2
-        probabilities = []
-        for logits in outputs[:2]:
-            window = np.concatenate([logits[row, :1], logits[row, offset:offset + length]]).astype(np.float64)
-            weights = np.exp(window - window.max())
-            probabilities.append(weights / weights.sum())
-        return span_scores(*probabilities, length, max_answer_len)
+    def window_scores(self, outputs, units: list[tuple[EncodedQuestion, int, int]], max_answer_len: int):
+        """Each window's span scores: each piece's NULL-first softmax of the start / end logits over
+        ``[CLS]`` and its chars, decoded like a char reader's; a span two pieces hold keeps its best
+        score, one no piece holds whole has none (-1), the window's null is its pieces' lowest."""
+        out, row = [], 0
+        for prepared, start, end in units:
+            offset = len(prepared.question_ids) + 2
+            matrix, null = np.full((end - start, min(max_answer_len, end - start)), -1.0), 1.0
+            for a, b in self.pieces(prepared, start, end):
+                probabilities = []
+                for logits in outputs[:2]:
+                    piece = np.concatenate([logits[row, :1], logits[row, offset:offset + b - a]]).astype(np.float64)
+                    weights = np.exp(piece - piece.max())
+                    probabilities.append(weights / weights.sum())
+                scores, piece_null = span_scores(*probabilities, b - a, max_answer_len)
+                rows, width = scores.shape
+                region = matrix[a - start:a - start + rows, :width]
+                np.maximum(region, scores, out=region)
+                null, row = min(null, piece_null), row + 1
+            out.append((matrix, null))
+        return out
 
 
 def reader_for(model, role: str = ""):
@@ -225,6 +259,8 @@ class ReadingComprehensionTask(MultiTextTask):
     """
 
     default_model = "drqa_char"
+    # accurate: drqa_char's two readers voting with the fine-tuned encoder (about 4x the time).
+    modes = {"fast": "drqa_char", "accurate": "reader_ensemble"}
     default_batch_size = 16
     input_fields = ("context", "question")
 
@@ -252,19 +288,21 @@ class ReadingComprehensionTask(MultiTextTask):
         self.ensemble = bool_option("ensemble", ensemble)
         self.readers = [reader_for(model)] + [reader_for(member, role) for role, member in
                                               (model.ensemble() if self.ensemble else [])]
-        if len(self.readers) > 1 and any(isinstance(r, EncoderReader) for r in self.readers):
-            raise ManifestError(f"model {model.name!r}: an encoder reader (transformer_span) reads its windows "
-                                "with the question inside, so it cannot vote with other readers; drop its "
-                                "'ensemble', or pass ensemble=False")
-        positions = self.readers[0].max_positions
-        if positions is not None and self.max_seq_len > positions:
+        # Windows are the package's own reader's; a member encoder reads each window in pieces of
+        # its own positions (EncoderReader.pieces), the windows it was fine-tuned on.
+        own = self.readers[0]
+        if own.max_positions is not None and self.max_seq_len > own.max_positions:
             raise OptionError(f"max_seq_len {self.max_seq_len} is longer than model {model.name!r} reads "
-                              f"({positions} positions); pass max_seq_len <= {positions}", "max_seq_len")
-        width = self.readers[0].context_width(self.max_seq_len)
+                              f"({own.max_positions} positions); pass max_seq_len <= {own.max_positions}",
+                              "max_seq_len")
+        width = own.context_width(self.max_seq_len)
         if width <= self.doc_stride:
             raise OptionError(f"max_seq_len {self.max_seq_len} leaves {width} context chars a window after a "
-                              f"question of {self.readers[0].max_question_len} chars, not more than doc_stride "
+                              f"question of {own.max_question_len} chars, not more than doc_stride "
                               f"({self.doc_stride}); raise max_seq_len or lower doc_stride", "max_seq_len")
+        if isinstance(own, EncoderReader):
+            own.read_pieces(self.max_seq_len, self.doc_stride)   # one piece a window
+        self.weights = ensemble_weights(manifest, len(self.readers)) if len(self.readers) > 1 else None
         # The package's own reader's, as every task exposes them (tests and callers read these).
         own = self.readers[0]
         self.vocab, self.normalize, self.length_prior = own.vocab, own.normalize, own.length_prior
@@ -328,17 +366,18 @@ class ReadingComprehensionTask(MultiTextTask):
         for reader in self.readers:
             per_reader.append(outputs[start:start + reader.output_count])
             start += reader.output_count
+        per_window = [reader.window_scores(own, [(unit.prepared[k], unit.start, unit.end) for unit in units],
+                                           self.max_answer_len)
+                      for k, (reader, own) in enumerate(zip(self.readers, per_reader))]
         results = []
         for row, unit in enumerate(units):
-            length = unit.end - unit.start
-            scores = [reader.span_scores(own, row, unit.prepared[k], length, self.max_answer_len)
-                      for k, (reader, own) in enumerate(zip(self.readers, per_reader))]
+            scores = [reader_scores[row] for reader_scores in per_window]
             if len(scores) == 1:
                 results.append((unit.start, *top_spans(*scores[0], max(self.top_k, 1))))
                 continue
             # An ensemble's window also keeps each reader's own best span and null (item_null).
             own = tuple((float(matrix.max()) if matrix.size else 0.0, null) for matrix, null in scores)
-            results.append((unit.start, *top_spans(*mean_span_scores(scores), max(self.top_k, 1)), own))
+            results.append((unit.start, *top_spans(*mean_span_scores(scores, self.weights), max(self.top_k, 1)), own))
         return results
 
     def item_null(self, results, spans, null: float) -> float:
@@ -346,7 +385,8 @@ class ReadingComprehensionTask(MultiTextTask):
         lowest window null) for one reader, :func:`data.ensemble_null` for an ensemble."""
         if len(self.readers) == 1 or not spans:
             return null
-        own = ensemble_null([[window[3][x] for window in results] for x in range(len(self.readers))], spans[0][2])
+        own = ensemble_null([[window[3][x] for window in results] for x in range(len(self.readers))], spans[0][2],
+                            self.weights)
         return null if own is None else own
 
     def join(self, item: Item, results, units):

@@ -50,6 +50,15 @@ C = 1, on standardised features), then tunes the threshold on its score by the r
 It is fitted for the readers that run (the ensemble by default, ``--own-reader`` for the package's
 own), and the task uses it only with those readers.
 
+**Ensemble weights** (``ensemble_weights``: one per reader, the package's own first): the readers'
+span probabilities are averaged with these weights.  ``ensemble-weights`` scores every weighting on
+a grid over the simplex (``--step``, each weight at least one step) by F1 on the answerable set,
+without "no answer", and keeps the best (the networks run once; only the decoding is repeated).
+Tune the weights first, then the null model, which depends on them:
+
+    python -m taskflow.tasks.reading_comprehension.calibrate ensemble-weights \
+        --package resources/reading_comprehension/reader_ensemble --answerable ../shared/data/mrc/cmrc2018/trial.json --write
+
 ``--write`` stores the figures in the package's manifest (its files stay as they are); without
 it the command only prints them.
 """
@@ -66,7 +75,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 __all__ = ["margin", "tune_null_threshold", "fit_null_model", "read_unanswerable", "package_scores", "tune_package",
-           "length_prior_fields", "main"]
+           "tune_ensemble_weights", "length_prior_fields", "main"]
 
 DEFAULT_UNANSWERABLE = Path(__file__).resolve().parent / "dev" / "unanswerable_tune.jsonl"
 _TINY = 1e-300
@@ -227,6 +236,50 @@ def tune_package(package: str | Path, answerable_rows: list[dict], unanswerable_
                                [(score, null) for _, score, null in refused], max_f1_drop)
 
 
+def tune_ensemble_weights(package: str | Path, rows: list[dict], step: float = 0.1) -> dict:
+    """The ``ensemble_weights`` of ``package`` with the best F1 on ``rows`` (answerable, no "no
+    answer"), over :func:`simplex_grid`; ties keep the grid's first (the package's own reader
+    weighted least).  The readers' outputs are computed once and reused for every weighting.
+    ``ensemble_weights_tuning.grid`` lists each weighting with its F1 and EM."""
+    from taskflow import Taskflow
+    from taskflow.training import simplex_grid
+
+    from . import ReadingComprehensionTask
+    from .metrics import evaluate
+
+    shipped = Taskflow("reading_comprehension", task_path=str(package)).task
+    if len(shipped.readers) < 2:
+        raise SystemExit(f"{package} has no ensemble: nothing to weight")
+
+    class SameOutputs(ReadingComprehensionTask):
+        """The task with each batch's network outputs kept: only the decoding changes between runs."""
+        cache: dict = {}
+
+        def forward(self, features):
+            key = tuple(hash(np.ascontiguousarray(v).tobytes()) for _, v in sorted(features.items()))
+            if key not in self.cache:
+                self.cache[key] = super().forward(features)
+            return self.cache[key]
+
+    task = SameOutputs(shipped.model, batch_size=shipped.batch_size, max_answer_len=shipped.max_answer_len,
+                       max_seq_len=shipped.max_seq_len, doc_stride=shipped.doc_stride)
+    items = [task.check_item((row["context"], row["question"]), i) for i, row in enumerate(rows)]
+    references = [row["answers"] for row in rows]
+    scored = []
+    for weights in simplex_grid(len(task.readers), step):
+        task.weights = list(weights)
+        result = evaluate(references, [out[0]["answer"] if isinstance(out, list) else out["answer"]
+                                       for out in task.run_items(items)])
+        scored.append((result["f1"], result["em"], weights))
+        print(f"weights {' / '.join(f'{w:.2f}' for w in weights)}: F1 {result['f1']:.2f} EM {result['em']:.2f}",
+              file=sys.stderr, flush=True)
+    f1, em, weights = max(scored, key=lambda s: s[0])   # max keeps the first of equals
+    return {"ensemble_weights": [round(w, 4) for w in weights],
+            "ensemble_weights_tuning": {"f1": round(f1, 3), "em": round(em, 3), "questions": len(rows), "step": step,
+                                        "grid": [[*(round(w, 4) for w in ws), round(f, 3), round(e, 3)]
+                                                 for f, e, ws in scored]}}
+
+
 def length_prior_fields(train_rows: list[dict], longest: int, train_file: str) -> dict:
     """The manifest fields of a length prior from ``train_rows``' first answers, lengths 1..``longest``."""
     from .train import length_log_prior
@@ -246,6 +299,10 @@ def main(argv: list[str] | None = None) -> int:
     prior.add_argument("--train", required=True, help="the SQuAD-format file the package was trained on")
     null = commands.add_parser("null-threshold", help="tune null_threshold")
     null_model = commands.add_parser("null-model", help="fit null_model (margin + question coverage) and its threshold")
+    weights = commands.add_parser("ensemble-weights", help="tune ensemble_weights on answerable questions")
+    weights.add_argument("--answerable", required=True,
+                         help="SQuAD-format questions no reader was trained on (e.g. the selection set)")
+    weights.add_argument("--step", type=float, default=0.1, help="grid step of the weights (1/N)")
     for command in (null, null_model):
         command.add_argument("--answerable", required=True,
                              help="SQuAD-format questions the package was not trained on (e.g. its selection set)")
@@ -254,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
                              help="answerable F1 points the threshold may cost")
         command.add_argument("--own-reader", action="store_true",
                              help="for a package with an ensemble: its own reader alone, not the ensemble")
-    for command in (prior, null, null_model):
+    for command in (prior, null, null_model, weights):
         command.add_argument("--package", required=True, help="a reading_comprehension model package (folder)")
         command.add_argument("--write", action="store_true", help="store the result in the package's manifest")
     args = parser.parse_args(argv)
@@ -269,6 +326,11 @@ def main(argv: list[str] | None = None) -> int:
         rows = [r for r in read_squad(args.train) if r["answers"]]
         fields = length_prior_fields(rows, int(manifest.get("max_answer_len", 64)), Path(args.train).name)
         print(json.dumps(fields, ensure_ascii=False))
+    elif args.command == "ensemble-weights":
+        answerable = [r for r in read_squad(args.answerable) if r["question"].strip() and r["answers"]]
+        fields = tune_ensemble_weights(args.package, answerable, args.step)
+        fields["ensemble_weights_tuning"]["answerable_file"] = Path(args.answerable).name
+        print(json.dumps(fields, ensure_ascii=False, indent=1))
     else:
         answerable = [r for r in read_squad(args.answerable) if r["question"].strip() and r["answers"]]
         tuned = tune_package(args.package, answerable, read_unanswerable(args.unanswerable), args.max_f1_drop,

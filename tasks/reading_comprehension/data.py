@@ -314,31 +314,34 @@ def _joint_span_scores(p_start: np.ndarray, p_end: np.ndarray, length: int, max_
     return scores[:, :min(max_answer_len, longest)], float(null / total)
 
 
-def mean_span_scores(per_reader: Sequence[tuple[np.ndarray, float]]) -> tuple[np.ndarray, float]:
-    """Several readers' :func:`span_scores` of one window, averaged with equal weights: each
-    reader's scores are probabilities over the window's spans and NULL, so their mean is one
-    too.  A span one reader gives no score (beyond its longest answer) counts 0 for it; the
-    null score is the readers' mean (an item's "no answer" is :func:`ensemble_null`'s)."""
+def mean_span_scores(per_reader: Sequence[tuple[np.ndarray, float]],
+                     weights: Sequence[float] | None = None) -> tuple[np.ndarray, float]:
+    """Several readers' :func:`span_scores` of one window, averaged (with ``weights`` summing to 1,
+    else equally): each reader's scores are probabilities over the window's spans and NULL, so
+    their mean is one too.  A span one reader gives no score (beyond its longest answer) counts 0
+    for it; the null score is the readers' mean (an item's "no answer" is :func:`ensemble_null`'s)."""
+    weights = [1.0 / len(per_reader)] * len(per_reader) if weights is None else weights
     rows = max(scores.shape[0] for scores, _ in per_reader)
     width = max(scores.shape[1] for scores, _ in per_reader)
     total = np.zeros((rows, width))
     valid = np.zeros((rows, width), dtype=bool)
-    for scores, _ in per_reader:
+    for (scores, _), weight in zip(per_reader, weights):
         r, w = scores.shape
-        total[:r, :w] += np.maximum(scores, 0.0)
+        total[:r, :w] += weight * np.maximum(scores, 0.0)
         valid[:r, :w] |= scores >= 0
-    n = len(per_reader)
-    return np.where(valid, total / n, -1.0), sum(null for _, null in per_reader) / n
+    return np.where(valid, total, -1.0), sum(weight * null for (_, null), weight in zip(per_reader, weights))
 
 
-def ensemble_null(per_reader: Sequence[Sequence[tuple[float, float]]], best: float) -> float | None:
+def ensemble_null(per_reader: Sequence[Sequence[tuple[float, float]]], best: float,
+                  weights: Sequence[float] | None = None) -> float | None:
     """An ensemble's null score for one item: ``per_reader[x]`` holds reader ``x``'s ``(best span
     score, null score)`` in each window of the item, ``best`` is the ensemble's best span score.
 
     Each reader judges "is the answer here?" against what it found itself: its margin is
     ``ln(null) - ln(best span)`` over the item (its lowest window null, its best span, as
     :func:`merge` takes them for one reader), and the ensemble's null score is ``best`` times
-    ``exp`` of the readers' mean margin, so "no answer" wins by that mean margin.  (The mean of
+    ``exp`` of the readers' mean margin (weighted as their spans are), so "no answer" wins by that
+    mean margin.  (The mean of
     the null probabilities would be judged against the averaged best, which the readers'
     agreement lifts: it says "no answer" far less often.)  ``None`` when a reader found no span
     or gave NULL no probability, or ``best`` is 0: the caller keeps the mean null."""
@@ -354,7 +357,8 @@ def ensemble_null(per_reader: Sequence[Sequence[tuple[float, float]]], best: flo
     # Not capped at 1 (it is a margin carrier, not a probability): capped, an unanswerable item
     # whose best span scores over exp(-null_threshold) could never get the empty answer.
     # no_answer_score caps what the caller sees.
-    return best * math.exp(sum(margins) / len(margins))
+    weights = [1.0 / len(margins)] * len(margins) if weights is None else weights
+    return best * math.exp(sum(w * m for w, m in zip(weights, margins)))
 
 
 def no_answer_score(null_score: float, null_threshold: float = 0.0) -> float:

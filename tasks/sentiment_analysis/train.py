@@ -40,6 +40,12 @@ package is calibrated in place, without training, by
 
     python -m taskflow.tasks.sentiment_analysis.train --calibrate PACKAGE --data-dir ../shared/data/sentiment
 
+A package with an ``ensemble`` (the accurate mode's: the fine-tuned encoder with the char CNN
+beside it) gets its ``ensemble_weights`` by a grid over the simplex scored on the three dev splits
+pooled (each network run once), then its temperature, fitted on the mix, by
+
+    python -m taskflow.tasks.sentiment_analysis.train --ensemble-weights PACKAGE --data-dir ../shared/data/sentiment
+
 Your own labelled reviews instead (the text_classification recipe, with this task's name):
 
     taskflow train sentiment_analysis --train my.csv --dev my_dev.csv \
@@ -86,6 +92,8 @@ REPORT = [
 DEFAULT_AUGMENT = ("invariance", "negation", "contrast", "slang")
 # Calibration: fitted on dev, and reported on dev and (held out) test.
 CALIBRATION_SPLITS = (("chnsenticorp_dev", "chnsenticorp/dev.tsv"), ("chnsenticorp_test", "chnsenticorp/test.tsv"))
+# What an ensemble's weights are chosen on: every dev split, pooled.
+ENSEMBLE_SELECTION = ("chnsenticorp/dev.tsv", "online_shopping_10_cats/dev.tsv", "waimai_10k/dev.tsv")
 ECE_BINS = 15   # equal-width confidence bins (Guo et al., On Calibration of Modern Neural Networks, 2017)
 # How pretraining/vectors.py normalises its texts (its NORMALIZATION), for a vectors.npz without its vectors.json.
 VECTORS_NORMALIZATION = ("t2s", "width", "lower", "space")
@@ -122,6 +130,9 @@ def parse_args(argv):
     p.add_argument("--neutral-weight", type=float, default=0.5,
                    help="weight of a no_opinion sentence's loss (cross-entropy to equal probabilities; default 0.5)")
     p.add_argument("--skip-calibration", action="store_true", help="do not fit a temperature on dev after training")
+    p.add_argument("--ensemble-weights", metavar="PACKAGE",
+                   help="no training: choose the ensemble_weights of this package with an ensemble on the dev splits "
+                        "under --data-dir, then fit its temperature (--calibrate), and write both into its manifest")
     p.add_argument("--calibrate", metavar="PACKAGE",
                    help="no training: fit the temperature of this existing package on ChnSentiCorp dev "
                         "(under --data-dir) and write it into the package's manifest")
@@ -130,11 +141,11 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if bool(args.data_dir) == bool(args.train):
         p.error("give --data-dir DIR (the project's data layout) or --train FILE (your own labelled file), one of them")
-    if args.calibrate and args.train:
-        p.error("--calibrate fits on ChnSentiCorp dev: give --data-dir, not --train")
+    if (args.calibrate or args.ensemble_weights) and args.train:
+        p.error("--calibrate and --ensemble-weights fit on the dev splits: give --data-dir, not --train")
     if args.vectors and (args.train or args.deep_init or args.calibrate):
         p.error("--vectors starts the deep stage of a --data-dir run: not with --train, --deep-init or --calibrate")
-    if not args.calibrate and not args.out:
+    if not args.calibrate and not args.ensemble_weights and not args.out:
         p.error("the following arguments are required: --out")
     kinds = [] if args.augment.strip() == "none" else [k.strip() for k in args.augment.split(",") if k.strip()]
     unknown = sorted(set(kinds) - set(AUGMENT_KINDS))
@@ -346,6 +357,11 @@ def augmented(texts: list[str], labels: list[int], kinds: list[str], *, seed: in
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
+    if args.ensemble_weights:
+        tuned = tune_ensemble_weights(args.ensemble_weights, Path(args.data_dir))
+        log(f"ensemble_weights {tuned['ensemble_weights']} written into {args.ensemble_weights}/manifest.json: "
+            f"dev accuracy {tuned['ensemble_weights_tuning']['accuracy']}")
+        args.calibrate = args.ensemble_weights   # the temperature of the new mix
     if args.calibrate:
         record = calibrate_package(args.calibrate, Path(args.data_dir))
         log(f"temperature {record['temperature']} written into {args.calibrate}/manifest.json: {record['figures']}")
@@ -484,6 +500,48 @@ def package_probabilities(package: str | Path, texts: list[str]) -> np.ndarray:
         raise ValueError(f"{package}: calibration needs the labels {list(LABELS)}, the package has {flow.task.labels}")
     flow.task.temperature = None   # fit on the mix itself, also when the package has a temperature already
     return np.array([[r["scores"][label] for label in LABELS] for r in flow(texts)])
+
+
+def tune_ensemble_weights(package: str | Path, data: Path, step: float = 0.1) -> dict:
+    """Choose the ``ensemble_weights`` of ``package`` (a package with an ``ensemble``): every
+    weighting of :func:`taskflow.training.simplex_grid` scored by accuracy on the dev splits
+    (``ENSEMBLE_SELECTION``) pooled, ties to the grid's first (the package's own network weighted
+    least); each network runs once and the mix is recomputed.  Writes the weights and the grid's
+    figures (``ensemble_weights_tuning``) into the manifest and returns them."""
+    from taskflow import Taskflow
+    from taskflow.training import simplex_grid
+
+    task = Taskflow("sentiment_analysis", task_path=str(package), offline=True).task
+    if len(task.networks) < 2:
+        raise ValueError(f"{package} names no ensemble: nothing to weight")
+    if list(task.labels) != list(LABELS):
+        raise ValueError(f"{package}: the tuning needs the labels {list(LABELS)}, the package has {task.labels}")
+
+    class EachNetwork(type(task)):
+        """The task up to mixing: each text's [networks, labels] probabilities."""
+
+        def join(self, item, results, units):
+            return self.network_probabilities(results, units)
+
+    per_network = EachNetwork(task.model, batch_size=task.batch_size)
+    texts, labels = [], []
+    for rel in ENSEMBLE_SELECTION:
+        t, y = read_tsv(data / rel)
+        texts, labels = texts + t, labels + y
+    probs = np.array(per_network.run_items([per_network.check_item(t, i) for i, t in enumerate(texts)]))
+    gold = np.array(labels)
+    grid = []
+    for weights in simplex_grid(len(task.networks), step):
+        mixed = np.tensordot(np.array(weights), probs, axes=([0], [1]))          # [texts, labels]
+        grid.append([*(round(w, 4) for w in weights), round(float((mixed.argmax(-1) == gold).mean()), 4)])
+    best = max(grid, key=lambda row: row[-1])                 # max keeps the first of equals
+    alone = {network.model.name: round(float((probs[:, k].argmax(-1) == gold).mean()), 4)
+             for k, network in enumerate(task.networks)}
+    fields = {"ensemble_weights": best[:-1],
+              "ensemble_weights_tuning": {"accuracy": best[-1], "texts": len(texts), "files": list(ENSEMBLE_SELECTION),
+                                          "step": step, "alone": alone, "grid": grid}}
+    update_manifest(package, fields)
+    return fields
 
 
 def calibrate_package(package: str | Path, data: Path) -> dict:

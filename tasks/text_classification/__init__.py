@@ -17,6 +17,12 @@ project's pretrained encoder with a classification head (``architecture.type:
 transformer_classifier``, written by ``pretraining/finetune_classifier.py``), which reads
 ``[CLS] text [SEP]``.  Texts longer than the model's ``max_length`` are split at sentence ends;
 the chunks' probabilities are averaged, weighted by their length.
+
+A package may name an ``ensemble`` of classifiers it requires (sentiment_analysis' accurate mode
+does: the encoder with the char CNN beside it): each reads the package's chunks with its own
+vocabulary and normalisation, and a text's probabilities are each network's, mixed with the
+manifest's ``ensemble_weights`` (equal without); ``ensemble=False`` runs the package's own
+network alone.
 """
 
 from __future__ import annotations
@@ -26,13 +32,14 @@ import html
 import numpy as np
 
 from taskflow.encoder import CLASSIFIER_TYPE, add_cls_sep
+from taskflow.errors import ManifestError
 from taskflow.model import register_network
 from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
-from taskflow.task import TextTask, bool_option
+from taskflow.task import TextTask, bool_option, ensemble_weights, feeds_of, member_feeds
 from taskflow.text import Normalizer
 
-__all__ = ["TextClassificationTask", "encode", "read_vocab", "normalize", "NORMALIZATION"]
+__all__ = ["TextClassificationTask", "ClassifierNetwork", "encode", "read_vocab", "normalize", "NORMALIZATION"]
 
 PAD, UNK = 0, 1
 # What the shipped sentiment model was trained on, and own-data recipes train with:
@@ -63,12 +70,37 @@ def read_vocab(path) -> dict[str, int]:
     return {token: i for i, token in enumerate(tokens)}
 
 
+class ClassifierNetwork:
+    """One network that labels texts (a package's own, or an ensemble member): its labels, how it
+    reads a text (vocabulary, normalisation, ``[CLS] ... [SEP]`` framing for an encoder) and the
+    feeds it takes."""
+
+    def __init__(self, model, role: str = ""):
+        self.model, self.role = model, role
+        self.labels = list(model.labels)
+        self.vocab = model.vocab(read_vocab)
+        self.normalize = model.normalizer
+        # An encoder package's vocabulary starts with the special tokens (PAD 0 and UNK 1, as here);
+        # it reads each text between [CLS] and [SEP].
+        self.framed = model.network_type == CLASSIFIER_TYPE
+        self.max_length = int(model.manifest["max_length"])
+
+    def input_specs(self, batch_size: int, chunk_length: int) -> list[InputSpec]:
+        return [InputSpec("input_ids", "int64", (batch_size, chunk_length + 2 * self.framed))]
+
+    def feeds(self, texts: list[str]) -> dict[str, np.ndarray]:
+        ids = encode(texts, self.vocab, self.normalize)
+        return {"input_ids": add_cls_sep(ids) if self.framed else ids}
+
+
 @register_task("text_classification")
 class TextClassificationTask(TextTask):
     """The label of each text, from the labels of the package you trained (``task_path=``).
 
     Options:
         return_all_scores: also return ``scores``, the probability of every label.
+        ensemble: with a package that names an ``ensemble``, mix its networks' probabilities
+            (the default); False runs the package's own network alone.
 
     >>> from taskflow import Taskflow
     >>> Taskflow("text_classification", task_path="my_model/")(["质量太差了"])   # doctest: +SKIP
@@ -79,29 +111,64 @@ class TextClassificationTask(TextTask):
     default_batch_size = 32
     label_colours: dict[str, str] = {}
 
-    def __init__(self, model, *, return_all_scores: bool = False, **base):
+    def __init__(self, model, *, return_all_scores: bool = False, ensemble: bool = True, **base):
         super().__init__(model, **base)
         self.return_all_scores = bool_option("return_all_scores", return_all_scores)
-        self.labels = list(model.labels)
-        self.vocab = model.vocab(read_vocab)
-        self.normalize = model.normalizer
-        # An encoder package's vocabulary starts with the special tokens (PAD 0 and UNK 1, as here);
-        # it reads each text between [CLS] and [SEP].
-        self.framed = model.network_type == CLASSIFIER_TYPE
+        self.ensemble = bool_option("ensemble", ensemble)
+        own = ClassifierNetwork(model)
+        self.networks = [own] + [ClassifierNetwork(member, role)
+                                 for role, member in (model.ensemble() if self.ensemble else [])]
+        for member in self.networks[1:]:
+            if member.labels != own.labels:
+                raise ManifestError(f"model {model.name!r}: its ensemble member {member.model.name!r} has the labels "
+                                    f"{member.labels}, not {own.labels}; an ensemble mixes the same labels")
+            if member.max_length < self.max_length:
+                raise ManifestError(f"model {model.name!r}: its ensemble member {member.model.name!r} reads "
+                                    f"{member.max_length} chars, fewer than the package's {self.max_length}-char "
+                                    "chunks; lower the package's max_length")
+        self.weights = ensemble_weights(model.manifest, len(self.networks)) if len(self.networks) > 1 else None
+        # The package's own network's, as every task exposes them.
+        self.labels, self.vocab, self.normalize, self.framed = own.labels, own.vocab, own.normalize, own.framed
 
     def input_specs(self):
-        return [InputSpec("input_ids", "int64", (self.batch_size, self.max_length + 2 * self.framed))]
+        return self.networks[0].input_specs(self.batch_size, self.max_length)
+
+    @property
+    def predictors(self):
+        """The package's own predictor, then each ensemble member's."""
+        return [self.predictor] + [network.model.predictor(network.input_specs(self.batch_size, self.max_length))
+                                   for network in self.networks[1:]]
 
     def preprocess(self, units):
-        ids = encode([text for _, text in units], self.vocab, self.normalize)
-        return {"input_ids": add_cls_sep(ids) if self.framed else ids}
+        texts = [text for _, text in units]
+        feeds = self.networks[0].feeds(texts)
+        for network in self.networks[1:]:
+            feeds.update(member_feeds(network.role, network.feeds(texts)))
+        return feeds
+
+    def forward(self, features):
+        """Each network's label probabilities, the package's own first."""
+        if len(self.networks) == 1:
+            return self.predictor.run(features)[:1]
+        return [predictor.run(feeds_of(features, network.role))[0]
+                for network, predictor in zip(self.networks, self.predictors)]
 
     def postprocess(self, outputs, units):
-        return [row.astype(float).tolist() for row in outputs[0]]
+        """Per chunk, one row of label probabilities per network."""
+        return np.stack([np.asarray(o, dtype=np.float64) for o in outputs], axis=1).tolist()
+
+    def network_probabilities(self, results, units) -> np.ndarray:
+        """[networks, labels]: each network's probabilities for the text, its chunks' averaged,
+        weighted by their length."""
+        lengths = np.array([len(text) for _, text in units], dtype=np.float64)
+        return np.average(np.array(results), axis=0, weights=lengths)
+
+    def probabilities(self, results, units) -> np.ndarray:
+        """The text's label probabilities: its networks', mixed by the ensemble weights."""
+        return np.average(self.network_probabilities(results, units), axis=0, weights=self.weights)
 
     def join(self, item, results, units):
-        weights = np.array([len(text) for _, text in units], dtype=np.float64)
-        probs = np.average(np.array(results), axis=0, weights=weights)
+        probs = self.probabilities(results, units)
         best = int(np.argmax(probs))
         result = {"text": item, "label": self.labels[best], "score": float(probs[best])}
         if self.return_all_scores:
