@@ -99,7 +99,7 @@ def main() -> None:
         "a 5,000-char one about a dozen, so batch 16 packs several questions or one long context per call:",
         "",
         table(["context chars", "batch", "static questions/s", "dynamic questions/s", "static/dynamic",
-               "ms per question (static)"] + ([f"{other.version} static questions/s", "ratio"] if other else []),
+               "ms per question (static)"] + ([f"`{other.name}` {other.version} static questions/s", "ratio (shipped / compared)"] if other else []),
               cells),
     ])
     update_section("mrc_speed", body)

@@ -314,6 +314,7 @@ def main(argv=None) -> int:
             if step >= total or stop:
                 break
 
+    train_minutes = round((time.monotonic() - started) / 60, 1)   # loading and selection scoring included
     model.load_state_dict(best_state)
     metrics = {"selection": {"file": Path(args.select).name, **max(history, key=lambda h: h["f1"])}}
     if args.report:
@@ -340,6 +341,7 @@ def main(argv=None) -> int:
             "training": {"encoder": {"steps": checkpoint["step"], "tokens": checkpoint["tokens"],
                                      "objective": checkpoint["config"]["objective"]},
                          "train_file": Path(args.train).name, "questions": len(train_examples), "windows": len(train),
+                         "train_minutes": train_minutes, "device": device.type, "bf16": use_bf16,
                          "negatives": args.negatives,
                          "optimizer": {"name": "AdamW", "lr": args.lr, "warmup": warmup, "schedule": "linear decay",
                                        "batch_size": args.batch_size, "seed": args.seed},
