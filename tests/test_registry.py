@@ -7,7 +7,8 @@ from taskflow.registry import canonical_name, get_task_class, task_names
 
 # Pinned like spaCy's registry snapshot: adding or renaming a task must update this.
 EXPECTED_TASKS = {
-    "sentiment_analysis": {"aliases": ["sentiment", "senta"], "default_model": "char_cnn"},
+    "sentiment_analysis": {"aliases": ["sentiment", "senta"], "default_model": "char_cnn",
+                           "modes": {"fast": "char_cnn", "accurate": "encoder_ensemble"}},
     "text_classification": {"aliases": [], "default_model": ""},     # the user's own model, task_path=
     "lexical_analysis": {"aliases": ["lac", "lexical"], "default_model": "bigru_crf"},
     "word_segmentation": {"aliases": ["segmentation", "cws"], "default_model": "lexical_analysis/bigru_crf",
@@ -17,7 +18,8 @@ EXPECTED_TASKS = {
             "modes": {"fast": "lexical_analysis/bigru_crf", "accurate": "knowledge_mining/termtree"}},
     "knowledge_mining": {"aliases": ["wordtag"], "default_model": "termtree"},
     "text_similarity": {"aliases": ["text_matching"], "default_model": "siamese_char_word"},
-    "reading_comprehension": {"aliases": ["question_answering_extractive"], "default_model": "drqa_char"},
+    "reading_comprehension": {"aliases": ["question_answering_extractive"], "default_model": "drqa_char",
+                              "modes": {"fast": "drqa_char", "accurate": "reader_ensemble"}},
 }
 
 
@@ -72,8 +74,10 @@ def test_reregistering_the_same_class_is_a_no_op():
 def test_unknown_model_and_mode_list_the_known_ones():
     with pytest.raises(UnknownModelError, match="available: .*char_cnn"):
         Taskflow("sentiment_analysis", model="nope")
+    with pytest.raises(UnknownModelError, match="no mode 'base'; modes: fast, accurate"):
+        Taskflow("sentiment_analysis", mode="base")
     with pytest.raises(UnknownModelError, match="no mode 'fast'"):
-        Taskflow("sentiment_analysis", mode="fast")
+        Taskflow("text_classification", mode="fast")
 
 
 def test_unknown_option_is_a_type_error_naming_the_accepted_ones(tiny_sentiment):
