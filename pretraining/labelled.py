@@ -6,6 +6,10 @@ The raw corpus is thin on reviews, questions, encyclopedic passages and short ne
 ../shared/data/corpus/README.md); the labelled sets' train splits fill that gap.  Only train splits
 are read (never dev, trial or test: the encoder must not have seen what the tasks are scored on).
 Labels are dropped; each text is one line (newlines inside become spaces), each distinct text once.
+
+``--split dev`` writes the dev splits' text instead (less any text also in a train split): never a
+part to train on, but held-out text of the tasks' genres on which to compare two checkpoints
+(``pretrain --resume CHECKPOINT --evaluate-only --corpus labelled_dev.txt.gz``).
 """
 
 from __future__ import annotations
@@ -75,17 +79,31 @@ def texts(data: Path, relative: str, how: str) -> Iterator[str]:
     return _segmented(path)
 
 
+def clean(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", default="../shared/data", help="the shared data folder")
     parser.add_argument("--out", required=True, help="the .txt.gz part to write")
+    parser.add_argument("--split", choices=("train", "dev"), default="train",
+                        help="dev: the dev splits' text, for evaluation only (default: %(default)s)")
     args = parser.parse_args(argv)
+    data = Path(args.data)
     seen: set[str] = set()
+    if args.split == "dev":
+        # A dev text that is also a train text is not held out.
+        seen = {clean(text) for relative, how in SOURCES for text in texts(data, relative, how)}
     lines: list[str] = []
     for relative, how in SOURCES:
+        if args.split == "dev":
+            relative = relative.replace("/train.", "/dev.")
+            if not (data / relative).is_file():
+                continue
         before, chars = len(lines), 0
-        for text in texts(Path(args.data), relative, how):
-            text = re.sub(r"\s+", " ", text).strip()
+        for text in texts(data, relative, how):
+            text = clean(text)
             if text and text not in seen:
                 seen.add(text)
                 lines.append(text)

@@ -74,6 +74,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     train = parser.add_argument_group("training")
     train.add_argument("--out", help="run folder: checkpoint, loss log, vocab (default: the --resume checkpoint's)")
     train.add_argument("--resume", help="a checkpoint.pt to continue")
+    train.add_argument("--evaluate-only", action="store_true",
+                       help="with --resume: print the checkpoint's held-out loss on these --corpus parts and stop, "
+                            "writing nothing (two checkpoints compared on the same text)")
     train.add_argument("--batch-size", type=int, help="sequences per step (default: 128, or a resumed run's own)")
     train.add_argument("--lr", type=float, default=6e-4)
     train.add_argument("--min-lr-ratio", type=float, default=0.1, help="the decay ends at lr * this")
@@ -97,6 +100,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         train.add_argument(f"--{flag}", action=argparse.BooleanOptionalAction, default=None,
                            help="default: on with CUDA, off on CPU")
     args = parser.parse_args(argv)
+    if args.evaluate_only and not args.resume:
+        parser.error("--evaluate-only scores a checkpoint: give --resume")
     if not args.resume and not (args.out and args.vocab):
         parser.error("a new run needs --out and --vocab")
     return args
@@ -222,10 +227,10 @@ def main(argv=None) -> int:
     args.log_every = args.log_every or 50
     args.batch_size = args.batch_size or 128
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-
     vocab = CharVocab(checkpoint["vocab"]) if checkpoint else CharVocab.load(args.vocab)
-    vocab.save(out / "vocab.txt")
+    if not args.evaluate_only:
+        out.mkdir(parents=True, exist_ok=True)
+        vocab.save(out / "vocab.txt")
     args.vocab_size = len(vocab)
 
     cuda = torch.cuda.is_available() if args.device == "auto" else args.device.startswith("cuda")
@@ -243,7 +248,7 @@ def main(argv=None) -> int:
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
 
-    cache_dir = args.cache_dir or out / "cache"
+    cache_dir = args.cache_dir or (None if args.evaluate_only else out / "cache")
     parts = [load_part(p, vocab, segmenter=args.segmenter, cache_dir=cache_dir, workers=args.workers, log=log)
              for p in args.corpus]
     corpus = PackedCorpus(parts, args.seq_len, args.seed, heldout=args.heldout)
@@ -283,7 +288,8 @@ def main(argv=None) -> int:
             log(f"resumed at step {step}; the corpus or sequence length differs from the checkpoint's, "
                 "so its data order starts afresh")
         set_rng_state(checkpoint["rng"])
-        trim_log(out / LOSS_LOG, step)
+        if not args.evaluate_only:
+            trim_log(out / LOSS_LOG, step)
     parameters = sum(p.numel() for p in model.encoder.parameters())
     log(f"{config.objective} on {device}: encoder {parameters / 1e6:.2f}M parameters, bf16 {use_bf16}, "
         f"compile {use_compile}, fused AdamW {fused}; step {step} of {args.total_steps}")
@@ -298,6 +304,14 @@ def main(argv=None) -> int:
 
     def autocast():
         return torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16)
+
+    if args.evaluate_only:
+        # The held-out sequences are the corpus's own (seeded by the run's seed), so two checkpoints
+        # of one run, given the same parts, are scored on the same masked text.
+        print(json.dumps({"checkpoint": args.resume, "step": step, "tokens": tokens,
+                          "corpus": [Path(p).name for p in args.corpus], "heldout_sequences": len(corpus.heldout),
+                          **evaluate(model, corpus, args, device, autocast)}))
+        return 0
 
     def state() -> dict:
         return {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),

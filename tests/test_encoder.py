@@ -447,7 +447,7 @@ def _write_corpus(folder: Path) -> list[Path]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_the_recipe_pretrains_resumes_exactly_converts_and_fine_tunes_to_packages_paddle_runs(tmp_path):
+def test_the_recipe_pretrains_resumes_exactly_converts_and_fine_tunes_to_packages_paddle_runs(tmp_path, capsys):
     torch = pytest.importorskip("torch")
     convert, finetune_span, portable, pretrain, vocab_recipe, recipe_model = _import_recipe()
 
@@ -482,6 +482,18 @@ def test_the_recipe_pretrains_resumes_exactly_converts_and_fine_tunes_to_package
 
     assert [row["step"] for row in training_lines(pieces)] == [2, 4, 6, 8]
     assert training_lines(pieces) == training_lines(whole)
+
+    # --evaluate-only scores a checkpoint on the held-out sequences of the parts it is given, as the
+    # run's own last save did, and writes nothing.
+    files, log_text = sorted(p.name for p in whole.iterdir()), (whole / "loss.jsonl").read_text()
+    capsys.readouterr()
+    assert pretrain.main(["--corpus", *corpus, "--resume", str(whole / "checkpoint.pt"), "--evaluate-only",
+                          "--threads", "1"]) == 0
+    scored = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    saved = [json.loads(line) for line in log_text.splitlines() if "eval_loss" in line][-1]
+    assert scored["step"] == 8 and scored["heldout_sequences"] == 8
+    assert scored["eval_loss"] == pytest.approx(saved["eval_loss"], rel=1e-4)
+    assert sorted(p.name for p in whole.iterdir()) == files and (whole / "loss.jsonl").read_text() == log_text
 
     # A packed checkpoint (pieces small enough to leave the GPU machine) continues the run, inexactly.
     pieces_dir = tmp_path / "packed"
