@@ -236,7 +236,8 @@ def main(argv=None) -> int:
     cuda = torch.cuda.is_available() if args.device == "auto" else args.device.startswith("cuda")
     device = torch.device("cuda" if cuda else "cpu") if args.device == "auto" else torch.device(args.device)
     use_bf16 = cuda if args.bf16 is None else args.bf16
-    use_compile = cuda if args.compile is None else args.compile
+    # One evaluation does not repay a compile.
+    use_compile = (cuda and not args.evaluate_only) if args.compile is None else args.compile
     fused = cuda if args.fused_adam is None else args.fused_adam
     if args.threads:
         torch.set_num_threads(args.threads)
