@@ -238,6 +238,43 @@ def test_a_sentiment_ensemble_mixes_each_network_s_probabilities_of_the_same_chu
     assert [r["scores"] for r in one_by_one(texts)] == [pytest.approx(r["scores"], abs=1e-6) for r in mixed(texts)]
 
 
+def test_a_geometric_ensemble_renormalises_the_weighted_mean_of_log_probabilities(parity, tiny_sentiment, tmp_path):
+    """ensemble_mixing "geometric": p ~ prod_k p_k ** w_k over the labels, from the same per-network
+    probabilities the arithmetic mix averages; an unknown mixing is refused by name."""
+    from taskflow.errors import ManifestError
+    from taskflow.training import update_manifest
+
+    package = _sentiment_ensemble(parity, tiny_sentiment, tmp_path / "mix", ensemble_weights=[1, 3])
+    texts = ["一丁七万", "一丁七万丈三上下。不与丏丐丑丒专且丕世", "丁"]
+    arithmetic = Taskflow("sentiment_analysis", task_path=str(package), return_all_scores=True)
+    per_network = [arithmetic.task.network_probabilities(results, units)
+                   for results, units in _each_text_s_chunk_results(arithmetic.task, texts)]
+    update_manifest(package, {"ensemble_mixing": "geometric"})
+    geometric = Taskflow("sentiment_analysis", task_path=str(package), return_all_scores=True)
+    assert geometric.task.mixing == "geometric" and arithmetic.task.mixing == "arithmetic"
+    for probs, got in zip(per_network, geometric(texts)):
+        product = probs[0] ** 0.25 * probs[1] ** 0.75
+        expected = product / product.sum()
+        assert [got["scores"]["negative"], got["scores"]["positive"]] == pytest.approx(expected.tolist(), abs=1e-5)
+        assert got["label"] == ["negative", "positive"][int(np.argmax(expected))]
+    # Not the arithmetic mean where the networks disagree in strength (a check that can fail).
+    assert any(abs(g["scores"]["positive"] - a["scores"]["positive"]) > 1e-4
+               for g, a in zip(geometric(texts), arithmetic(texts)))
+    update_manifest(package, {"ensemble_mixing": "harmonic"})
+    with pytest.raises(ManifestError, match="ensemble_mixing must be one of"):
+        Taskflow("sentiment_analysis", task_path=str(package))
+
+
+def _each_text_s_chunk_results(task, texts):
+    """(results, units) per text, as the task's join receives them: its chunks' per-network rows."""
+    class Rows(type(task)):
+        def join(self, item, results, units):
+            return results, units
+
+    rows = Rows(task.model, batch_size=task.batch_size)
+    return rows.run_items([rows.check_item(t, i) for i, t in enumerate(texts)])
+
+
 def test_a_sentiment_ensemble_refuses_members_that_cannot_mix(parity, tiny_sentiment, tmp_path):
     from taskflow.errors import ManifestError
     from taskflow.training import update_manifest
@@ -274,17 +311,24 @@ def test_the_sentiment_recipe_tunes_an_ensemble_s_weights_then_its_temperature(p
     manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
     tuning = manifest["ensemble_weights_tuning"]
     assert [row[:2] for row in tuning["grid"]] == [pytest.approx([k / 10, 1 - k / 10]) for k in range(1, 10)]
+    assert [row[:2] for row in tuning["grid_geometric"]] == [row[:2] for row in tuning["grid"]]
     texts = [t for items in rows.values() for t, _ in items]
     gold = [y for items in rows.values() for _, y in items]
     scratch = tmp_path / "scratch"
     shutil.copytree(package, scratch)
     update_manifest(scratch, {"temperature": None})
-    for own, member, accuracy in tuning["grid"]:
-        update_manifest(scratch, {"ensemble_weights": [own, member]})
-        labels = [r["label"] for r in Taskflow("sentiment_analysis", task_path=str(scratch))(texts)]
-        assert accuracy == round(float(np.mean([label == ["negative", "positive"][y] for label, y in zip(labels, gold)])), 4)
-    best = max(tuning["grid"], key=lambda row: row[-1])
+    for mixing, grid in (("arithmetic", tuning["grid"]), ("geometric", tuning["grid_geometric"])):
+        for own, member, accuracy in grid:
+            update_manifest(scratch, {"ensemble_weights": [own, member], "ensemble_mixing": mixing})
+            labels = [r["label"] for r in Taskflow("sentiment_analysis", task_path=str(scratch))(texts)]
+            assert accuracy == round(float(np.mean([label == ["negative", "positive"][y]
+                                                    for label, y in zip(labels, gold)])), 4)
+    # The best of both grids, arithmetic first among equals.
+    mixing, best = max([("arithmetic", row) for row in tuning["grid"]] + [("geometric", row) for row in
+                                                                          tuning["grid_geometric"]],
+                       key=lambda pair: pair[1][-1])
     assert manifest["ensemble_weights"] == best[:2] and tuning["accuracy"] == best[-1]
+    assert manifest["ensemble_mixing"] == mixing
     assert isinstance(manifest["temperature"], float) and manifest["temperature"] > 0    # fitted on the mix after
 
 

@@ -892,12 +892,24 @@ def test_calibrate_ensemble_weights_scores_each_weighting_as_the_task_runs_it(en
     assert [row[:2] for row in tuning["grid"]] == [[0.25, 0.75], [0.5, 0.5], [0.75, 0.25]]
     scratch = tmp_path / "scratch"
     shutil.copytree(package, scratch)
-    for own, member, f1, em in tuning["grid"]:
+    reference_length = np.mean([len(a) for _, _, a in rows])
+    for own, member, f1, em, ratio in tuning["grid"]:
         update_manifest(scratch, {"ensemble_weights": [own, member]})
         answers = [r["answer"] for r in Taskflow("reading_comprehension", task_path=scratch)(
             [{"context": c, "question": q} for c, q, _ in rows])]
         direct = evaluate([[a] for _, _, a in rows], answers)
         assert (f1, em) == (round(direct["f1"], 3), round(direct["em"], 3))
+        assert ratio == round(np.mean([len(a) for a in answers]) / reference_length, 3)
     best = max(tuning["grid"], key=lambda row: row[2])
     assert manifest["ensemble_weights"] == best[:2] and tuning["f1"] == best[2]
     assert Taskflow("reading_comprehension", task_path=package).task.weights == pytest.approx(best[:2])
+    # A length limit chooses among the weightings within it, and refuses when none is.
+    limit = min(row[4] for row in tuning["grid"]) + 0.0005    # the grid is rounded to 3 places
+    assert calibrate(["ensemble-weights", "--package", str(package), "--answerable", str(answerable),
+                      "--step", "0.25", "--max-length-ratio", str(limit), "--write"]) == 0
+    limited = json.loads((package / "manifest.json").read_text(encoding="utf-8"))["ensemble_weights_tuning"]
+    within = max((row for row in limited["grid"] if row[4] <= limit), key=lambda row: row[2])
+    assert limited["length_ratio"] == within[4] <= limit and limited["f1"] == within[2]
+    with pytest.raises(SystemExit, match="no weighting keeps the answers within"):
+        calibrate(["ensemble-weights", "--package", str(package), "--answerable", str(answerable),
+                   "--step", "0.25", "--max-length-ratio", str(limit / 2)])

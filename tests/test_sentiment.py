@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 
 from taskflow import Taskflow
@@ -40,21 +41,28 @@ def test_accurate_mode_on_clear_sentences_and_contrasts(accurate):
         assert r["score"] == max(r["scores"].values()) and sum(r["scores"].values()) == pytest.approx(1.0)
     task = accurate.task
     assert task.manifest.name == "encoder_ensemble" and [n.model.name for n in task.networks] == [
-        "encoder_ensemble", "char_cnn"]
-    assert task.weights == pytest.approx([0.3, 0.7]) and task.temperature is not None
+        "encoder_ensemble", "char_cnn", "encoder_23k"]
+    assert task.weights == pytest.approx([0.1, 0.8, 0.1]) and task.mixing == "geometric"
+    assert task.temperature is not None
 
 
 def test_accurate_mode_mixes_what_each_network_says_alone(accurate, senta):
-    """Short texts (one chunk each): the accurate score is temper(0.3 x encoder + 0.7 x char_cnn)."""
+    """Short texts (one chunk each): the accurate score is temper(the weighted geometric mean of the
+    two encoders' and char_cnn's probabilities, renormalised), each network run alone."""
     from taskflow.tasks.sentiment_analysis import temper
 
     texts = ["服务态度不是很好", "这家店yyds", "房间不大，但是很干净"]
-    encoder = Taskflow("sentiment_analysis", mode="accurate", ensemble=False, offline=True, return_all_scores=True)
-    encoder.task.temperature = None
-    senta_raw = Taskflow("sentiment_analysis", offline=True, return_all_scores=True)
-    senta_raw.task.temperature = None
-    for text, got, e, c in zip(texts, accurate(texts), encoder(texts), senta_raw(texts)):
-        mixed = [0.3 * e["scores"][k] + 0.7 * c["scores"][k] for k in ("negative", "positive")]
+    alone = [Taskflow("sentiment_analysis", mode="accurate", ensemble=False, offline=True, return_all_scores=True),
+             Taskflow("sentiment_analysis", offline=True, return_all_scores=True),
+             Taskflow("sentiment_analysis", task_path=str(accurate.task.networks[2].model.path("vocab.txt").parent), offline=True,
+                      return_all_scores=True)]
+    for flow in alone:
+        flow.task.temperature = None
+    outputs = [flow(texts) for flow in alone]
+    for k, (text, got) in enumerate(zip(texts, accurate(texts))):
+        logs = [sum(w * np.log(out[k]["scores"][label]) for w, out in zip(accurate.task.weights, outputs))
+                for label in ("negative", "positive")]
+        mixed = np.exp(logs) / np.exp(logs).sum()
         expected = temper(mixed, accurate.task.temperature)
         assert [got["scores"]["negative"], got["scores"]["positive"]] == pytest.approx(expected, abs=1e-5), text
 

@@ -53,7 +53,9 @@ own), and the task uses it only with those readers.
 **Ensemble weights** (``ensemble_weights``: one per reader, the package's own first): the readers'
 span probabilities are averaged with these weights.  ``ensemble-weights`` scores every weighting on
 a grid over the simplex (``--step``, each weight at least one step) by F1 on the answerable set,
-without "no answer", and keeps the best (the networks run once; only the decoding is repeated).
+without "no answer", and keeps the best (the networks run once; only the decoding is repeated);
+``--max-length-ratio R`` keeps it to weightings whose answers average at most R times the
+references' length (F1 alone rewards answers that hold the reference and more).
 Tune the weights first, then the null model, which depends on them:
 
     python -m taskflow.tasks.reading_comprehension.calibrate ensemble-weights \
@@ -236,11 +238,15 @@ def tune_package(package: str | Path, answerable_rows: list[dict], unanswerable_
                                [(score, null) for _, score, null in refused], max_f1_drop)
 
 
-def tune_ensemble_weights(package: str | Path, rows: list[dict], step: float = 0.1) -> dict:
+def tune_ensemble_weights(package: str | Path, rows: list[dict], step: float = 0.1,
+                          max_length_ratio: float | None = None) -> dict:
     """The ``ensemble_weights`` of ``package`` with the best F1 on ``rows`` (answerable, no "no
     answer"), over :func:`simplex_grid`; ties keep the grid's first (the package's own reader
-    weighted least).  The readers' outputs are computed once and reused for every weighting.
-    ``ensemble_weights_tuning.grid`` lists each weighting with its F1 and EM."""
+    weighted least).  With ``max_length_ratio``, only weightings whose answers average at most that
+    many times the references' length (each question's mean over its references) are chosen: F1
+    rewards an answer that holds the reference and more, so the best F1 alone drifts to long
+    answers.  The readers' outputs are computed once and reused for every weighting.
+    ``ensemble_weights_tuning.grid`` lists each weighting with its F1, EM and length ratio."""
     from taskflow import Taskflow
     from taskflow.training import simplex_grid
 
@@ -265,19 +271,26 @@ def tune_ensemble_weights(package: str | Path, rows: list[dict], step: float = 0
                        max_seq_len=shipped.max_seq_len, doc_stride=shipped.doc_stride)
     items = [task.check_item((row["context"], row["question"]), i) for i, row in enumerate(rows)]
     references = [row["answers"] for row in rows]
+    reference_length = float(np.mean([np.mean([len(a) for a in answers]) for answers in references]))
     scored = []
     for weights in simplex_grid(len(task.readers), step):
         task.weights = list(weights)
-        result = evaluate(references, [out[0]["answer"] if isinstance(out, list) else out["answer"]
-                                       for out in task.run_items(items)])
-        scored.append((result["f1"], result["em"], weights))
-        print(f"weights {' / '.join(f'{w:.2f}' for w in weights)}: F1 {result['f1']:.2f} EM {result['em']:.2f}",
-              file=sys.stderr, flush=True)
-    f1, em, weights = max(scored, key=lambda s: s[0])   # max keeps the first of equals
+        answers = [out[0]["answer"] if isinstance(out, list) else out["answer"] for out in task.run_items(items)]
+        result = evaluate(references, answers)
+        ratio = float(np.mean([len(a) for a in answers])) / reference_length
+        scored.append((result["f1"], result["em"], ratio, weights))
+        print(f"weights {' / '.join(f'{w:.2f}' for w in weights)}: F1 {result['f1']:.2f} EM {result['em']:.2f} "
+              f"length {ratio:.2f}x", file=sys.stderr, flush=True)
+    allowed = [s for s in scored if max_length_ratio is None or s[2] <= max_length_ratio]
+    if not allowed:
+        raise SystemExit(f"no weighting keeps the answers within {max_length_ratio}x the references' length "
+                         f"(the shortest: {min(s[2] for s in scored):.2f}x); allow more with --max-length-ratio")
+    f1, em, ratio, weights = max(allowed, key=lambda s: s[0])   # max keeps the first of equals
     return {"ensemble_weights": [round(w, 4) for w in weights],
-            "ensemble_weights_tuning": {"f1": round(f1, 3), "em": round(em, 3), "questions": len(rows), "step": step,
-                                        "grid": [[*(round(w, 4) for w in ws), round(f, 3), round(e, 3)]
-                                                 for f, e, ws in scored]}}
+            "ensemble_weights_tuning": {"f1": round(f1, 3), "em": round(em, 3), "length_ratio": round(ratio, 3),
+                                        "max_length_ratio": max_length_ratio, "questions": len(rows), "step": step,
+                                        "grid": [[*(round(w, 4) for w in ws), round(f, 3), round(e, 3), round(r, 3)]
+                                                 for f, e, r, ws in scored]}}
 
 
 def length_prior_fields(train_rows: list[dict], longest: int, train_file: str) -> dict:
@@ -303,6 +316,9 @@ def main(argv: list[str] | None = None) -> int:
     weights.add_argument("--answerable", required=True,
                          help="SQuAD-format questions no reader was trained on (e.g. the selection set)")
     weights.add_argument("--step", type=float, default=0.1, help="grid step of the weights (1/N)")
+    weights.add_argument("--max-length-ratio", type=float, default=None,
+                         help="choose among the weightings whose answers average at most this many times the "
+                              "references' length (say 1.3); default: any")
     for command in (null, null_model):
         command.add_argument("--answerable", required=True,
                              help="SQuAD-format questions the package was not trained on (e.g. its selection set)")
@@ -328,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(fields, ensure_ascii=False))
     elif args.command == "ensemble-weights":
         answerable = [r for r in read_squad(args.answerable) if r["question"].strip() and r["answers"]]
-        fields = tune_ensemble_weights(args.package, answerable, args.step)
+        fields = tune_ensemble_weights(args.package, answerable, args.step, args.max_length_ratio)
         fields["ensemble_weights_tuning"]["answerable_file"] = Path(args.answerable).name
         print(json.dumps(fields, ensure_ascii=False, indent=1))
     else:

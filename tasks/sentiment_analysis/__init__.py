@@ -12,9 +12,10 @@ manifest has a ``temperature`` T (fitted on dev by the recipe) reports
 softmax(log p / T) of those averaged probabilities: calibrated scores, the same
 labels.
 
-``mode="accurate"`` runs ``encoder_ensemble``: the project's pretrained char encoder fine-tuned
-for sentiment, its probabilities mixed with char_cnn's (``ensemble_weights``, chosen on the dev
-splits); ``mode="fast"`` is the default char_cnn.
+``mode="accurate"`` runs ``encoder_ensemble``: two fine-tunings for sentiment of the project's
+pretrained char encoder (from checkpoints of 13,000 and 23,000 steps), their probabilities mixed
+with char_cnn's (a weighted geometric mean: ``ensemble_weights`` and ``ensemble_mixing``, chosen on
+the dev splits); ``mode="fast"`` is the default char_cnn.
 
 This is :mod:`taskflow.tasks.text_classification` with a bundled model whose labels are
 negative / positive (a package trained on your own file keeps your labels).
@@ -57,7 +58,7 @@ class SentimentAnalysisTask(TextClassificationTask):
     """
 
     default_model = "char_cnn"
-    # accurate: the fine-tuned encoder mixed with char_cnn (reads negation and contrast; ~25x the time).
+    # accurate: two fine-tuned encoders mixed with char_cnn (reads negation and contrast; ~50x the time).
     modes = {"fast": "char_cnn", "accurate": "encoder_ensemble"}
     label_colours = {"positive": "#bbf7d0", "negative": "#fecaca"}
 

@@ -40,9 +40,10 @@ package is calibrated in place, without training, by
 
     python -m taskflow.tasks.sentiment_analysis.train --calibrate PACKAGE --data-dir ../shared/data/sentiment
 
-A package with an ``ensemble`` (the accurate mode's: the fine-tuned encoder with the char CNN
-beside it) gets its ``ensemble_weights`` by a grid over the simplex scored on the three dev splits
-pooled (each network run once), then its temperature, fitted on the mix, by
+A package with an ``ensemble`` (the accurate mode's: the fine-tuned encoders with the char CNN
+beside them) gets its ``ensemble_weights`` and ``ensemble_mixing`` (arithmetic or geometric mean) by
+a grid over the simplex, each way, scored on the three dev splits pooled (each network run once),
+then its temperature, fitted on the mix, by
 
     python -m taskflow.tasks.sentiment_analysis.train --ensemble-weights PACKAGE --data-dir ../shared/data/sentiment
 
@@ -359,7 +360,8 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.ensemble_weights:
         tuned = tune_ensemble_weights(args.ensemble_weights, Path(args.data_dir))
-        log(f"ensemble_weights {tuned['ensemble_weights']} written into {args.ensemble_weights}/manifest.json: "
+        log(f"ensemble_weights {tuned['ensemble_weights']} ({tuned['ensemble_mixing']} mean) written into "
+            f"{args.ensemble_weights}/manifest.json: "
             f"dev accuracy {tuned['ensemble_weights_tuning']['accuracy']}")
         args.calibrate = args.ensemble_weights   # the temperature of the new mix
     if args.calibrate:
@@ -503,12 +505,14 @@ def package_probabilities(package: str | Path, texts: list[str]) -> np.ndarray:
 
 
 def tune_ensemble_weights(package: str | Path, data: Path, step: float = 0.1) -> dict:
-    """Choose the ``ensemble_weights`` of ``package`` (a package with an ``ensemble``): every
-    weighting of :func:`taskflow.training.simplex_grid` scored by accuracy on the dev splits
-    (``ENSEMBLE_SELECTION``) pooled, ties to the grid's first (the package's own network weighted
-    least); each network runs once and the mix is recomputed.  Writes the weights and the grid's
-    figures (``ensemble_weights_tuning``) into the manifest and returns them."""
+    """Choose the ``ensemble_weights`` and ``ensemble_mixing`` of ``package`` (a package with an
+    ``ensemble``): every weighting of :func:`taskflow.training.simplex_grid`, mixed each way of
+    ``MIXINGS``, scored by accuracy on the dev splits (``ENSEMBLE_SELECTION``) pooled; ties go to the
+    first (arithmetic before geometric, then the package's own network weighted least).  Each
+    network runs once and the mixes are recomputed.  Writes the choice and the grids' figures
+    (``ensemble_weights_tuning``) into the manifest and returns them."""
     from taskflow import Taskflow
+    from taskflow.tasks.text_classification import MIXINGS, mix
     from taskflow.training import simplex_grid
 
     task = Taskflow("sentiment_analysis", task_path=str(package), offline=True).task
@@ -529,17 +533,18 @@ def tune_ensemble_weights(package: str | Path, data: Path, step: float = 0.1) ->
         t, y = read_tsv(data / rel)
         texts, labels = texts + t, labels + y
     probs = np.array(per_network.run_items([per_network.check_item(t, i) for i, t in enumerate(texts)]))
+    by_network = probs.transpose(1, 0, 2)                                       # [networks, texts, labels]
     gold = np.array(labels)
-    grid = []
-    for weights in simplex_grid(len(task.networks), step):
-        mixed = np.tensordot(np.array(weights), probs, axes=([0], [1]))          # [texts, labels]
-        grid.append([*(round(w, 4) for w in weights), round(float((mixed.argmax(-1) == gold).mean()), 4)])
-    best = max(grid, key=lambda row: row[-1])                 # max keeps the first of equals
+    grids = {mixing: [[*(round(w, 4) for w in weights),
+                       round(float((mix(by_network, weights, mixing).argmax(-1) == gold).mean()), 4)]
+                      for weights in simplex_grid(len(task.networks), step)] for mixing in MIXINGS}
+    mixing, best = max(((m, row) for m in MIXINGS for row in grids[m]), key=lambda pair: pair[1][-1])  # first of equals
     alone = {network.model.name: round(float((probs[:, k].argmax(-1) == gold).mean()), 4)
              for k, network in enumerate(task.networks)}
-    fields = {"ensemble_weights": best[:-1],
+    fields = {"ensemble_weights": best[:-1], "ensemble_mixing": mixing,
               "ensemble_weights_tuning": {"accuracy": best[-1], "texts": len(texts), "files": list(ENSEMBLE_SELECTION),
-                                          "step": step, "alone": alone, "grid": grid}}
+                                          "step": step, "alone": alone, "grid": grids["arithmetic"],
+                                          "grid_geometric": grids["geometric"]}}
     update_manifest(package, fields)
     return fields
 

@@ -22,7 +22,10 @@ A package may name an ``ensemble`` of classifiers it requires (sentiment_analysi
 does: the encoder with the char CNN beside it): each reads the package's chunks with its own
 vocabulary and normalisation, and a text's probabilities are each network's, mixed with the
 manifest's ``ensemble_weights`` (equal without); ``ensemble=False`` runs the package's own
-network alone.
+network alone.  ``ensemble_mixing`` says how: ``"arithmetic"`` (the default) averages the
+probabilities; ``"geometric"`` averages their logarithms and renormalises (a product of experts:
+a network that is sure outweighs one that hedges, where the average would let the hedger dilute
+it).
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ from taskflow.registry import register_task
 from taskflow.task import TextTask, bool_option, ensemble_weights, feeds_of, member_feeds
 from taskflow.text import Normalizer
 
-__all__ = ["TextClassificationTask", "ClassifierNetwork", "encode", "read_vocab", "normalize", "NORMALIZATION"]
+__all__ = ["TextClassificationTask", "ClassifierNetwork", "encode", "mix", "read_vocab", "normalize", "NORMALIZATION",
+           "MIXINGS"]
 
 PAD, UNK = 0, 1
 # What the shipped sentiment model was trained on, and own-data recipes train with:
@@ -68,6 +72,35 @@ def read_vocab(path) -> dict[str, int]:
     if tokens and tokens[-1] == "":
         tokens.pop()
     return {token: i for i, token in enumerate(tokens)}
+
+
+MIXINGS = ("arithmetic", "geometric")
+
+
+def mix(probabilities: np.ndarray, weights, mixing: str = "arithmetic") -> np.ndarray:
+    """[networks, ..., labels] probabilities -> [..., labels]: their weighted mean
+    (``"arithmetic"``), or the softmax of their logarithms' weighted mean (``"geometric"``).
+
+    >>> mix(np.array([[0.9, 0.1], [0.4, 0.6]]), [0.5, 0.5]).round(3).tolist()
+    [0.65, 0.35]
+    >>> mix(np.array([[0.9, 0.1], [0.4, 0.6]]), [0.5, 0.5], "geometric").round(3).tolist()
+    [0.71, 0.29]
+    """
+    probabilities = np.asarray(probabilities, dtype=np.float64)
+    if mixing == "arithmetic":
+        return np.average(probabilities, axis=0, weights=weights)
+    logits = np.average(np.log(np.clip(probabilities, 1e-12, 1.0)), axis=0, weights=weights)
+    logits -= logits.max(axis=-1, keepdims=True)
+    return np.exp(logits) / np.exp(logits).sum(axis=-1, keepdims=True)
+
+
+def ensemble_mixing(manifest) -> str:
+    """The manifest's ``ensemble_mixing`` ("arithmetic" without the field)."""
+    mixing = manifest.get("ensemble_mixing", "arithmetic")
+    if mixing not in MIXINGS:
+        raise ManifestError(f"model {manifest.name!r}: ensemble_mixing must be one of {list(MIXINGS)}, got "
+                            f"{mixing!r:.40}")
+    return mixing
 
 
 class ClassifierNetwork:
@@ -127,6 +160,7 @@ class TextClassificationTask(TextTask):
                                     f"{member.max_length} chars, fewer than the package's {self.max_length}-char "
                                     "chunks; lower the package's max_length")
         self.weights = ensemble_weights(model.manifest, len(self.networks)) if len(self.networks) > 1 else None
+        self.mixing = ensemble_mixing(model.manifest)
         # The package's own network's, as every task exposes them.
         self.labels, self.vocab, self.normalize, self.framed = own.labels, own.vocab, own.normalize, own.framed
 
@@ -165,7 +199,7 @@ class TextClassificationTask(TextTask):
 
     def probabilities(self, results, units) -> np.ndarray:
         """The text's label probabilities: its networks', mixed by the ensemble weights."""
-        return np.average(self.network_probabilities(results, units), axis=0, weights=self.weights)
+        return mix(self.network_probabilities(results, units), self.weights, self.mixing)
 
     def join(self, item, results, units):
         probs = self.probabilities(results, units)
