@@ -19,7 +19,7 @@ transformer_classifier``, written by ``pretraining/finetune_classifier.py``), wh
 the chunks' probabilities are averaged, weighted by their length.
 
 A package may name an ``ensemble`` of classifiers it requires (sentiment_analysis' accurate mode
-does: the encoder with the char CNN beside it): each reads the package's chunks with its own
+does: two encoders with the char CNN beside them): each reads the package's chunks with its own
 vocabulary and normalisation, and a text's probabilities are each network's, mixed with the
 manifest's ``ensemble_weights`` (equal without); ``ensemble=False`` runs the package's own
 network alone.  ``ensemble_mixing`` says how: ``"arithmetic"`` (the default) averages the
