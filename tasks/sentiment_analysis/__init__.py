@@ -29,7 +29,8 @@ import numpy as np
 
 from taskflow.errors import ManifestError
 from taskflow.registry import register_task
-from taskflow.tasks.text_classification import NORMALIZATION, TextClassificationTask, encode, normalize, read_vocab
+from taskflow.tasks.text_classification import (NORMALIZATION, TextClassificationTask, encode, normalize, read_vocab,
+                                                softmax)
 
 __all__ = ["SentimentAnalysisTask", "encode", "normalize", "read_vocab", "temper", "NORMALIZATION"]
 
@@ -41,10 +42,7 @@ def temper(probs: np.ndarray, temperature: float) -> np.ndarray:
     >>> temper(np.array([0.2, 0.8]), 0.5).round(3).tolist()
     [0.059, 0.941]
     """
-    logits = np.log(np.clip(np.asarray(probs, dtype=np.float64), 1e-12, 1.0)) / temperature
-    logits -= logits.max(axis=-1, keepdims=True)
-    weights = np.exp(logits)
-    return weights / weights.sum(axis=-1, keepdims=True)
+    return softmax(np.log(np.clip(np.asarray(probs, dtype=np.float64), 1e-12, 1.0)) / temperature)
 
 
 @register_task("sentiment_analysis", aliases=["sentiment", "senta"])

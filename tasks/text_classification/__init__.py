@@ -42,8 +42,8 @@ from taskflow.registry import register_task
 from taskflow.task import TextTask, bool_option, ensemble_weights, feeds_of, member_feeds
 from taskflow.text import Normalizer
 
-__all__ = ["TextClassificationTask", "ClassifierNetwork", "encode", "mix", "read_vocab", "normalize", "NORMALIZATION",
-           "MIXINGS"]
+__all__ = ["TextClassificationTask", "ClassifierNetwork", "encode", "mix", "softmax", "read_vocab", "normalize",
+           "NORMALIZATION", "MIXINGS"]
 
 PAD, UNK = 0, 1
 # What the shipped sentiment model was trained on, and own-data recipes train with:
@@ -89,9 +89,13 @@ def mix(probabilities: np.ndarray, weights, mixing: str = "arithmetic") -> np.nd
     probabilities = np.asarray(probabilities, dtype=np.float64)
     if mixing == "arithmetic":
         return np.average(probabilities, axis=0, weights=weights)
-    logits = np.average(np.log(np.clip(probabilities, 1e-12, 1.0)), axis=0, weights=weights)
-    logits -= logits.max(axis=-1, keepdims=True)
-    return np.exp(logits) / np.exp(logits).sum(axis=-1, keepdims=True)
+    return softmax(np.average(np.log(np.clip(probabilities, 1e-12, 1.0)), axis=0, weights=weights))
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """softmax along the last axis (shifted by the row's largest logit, so exp cannot overflow)."""
+    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return weights / weights.sum(axis=-1, keepdims=True)
 
 
 def ensemble_mixing(manifest) -> str:
