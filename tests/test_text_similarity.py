@@ -188,9 +188,10 @@ def test_overlap_features_are_symmetric_padding_free_and_see_the_order_of_shared
     assert same[0] == swapped[0] == 1.0 and one_more[0] < 1.0      # every char shared / one not
 
 
+@pytest.mark.parametrize("kind", ["siamese_overlap", "siamese_rnn"])
 @pytest.mark.parametrize("static", [True, False])
-def test_a_bi_encoder_with_overlap_features_is_symmetric_and_padding_free(tmp_path, static):
-    package = make_tiny_similarity(tmp_path / "overlap", kind="siamese_overlap")
+def test_a_bi_encoder_with_overlap_features_is_symmetric_and_padding_free(tmp_path, static, kind):
+    package = make_tiny_similarity(tmp_path / "overlap", kind=kind)
     flow = Taskflow("text_similarity", task_path=package, batch_size=64, static=static)
     forward = flow(PAIRS)
     np.testing.assert_allclose(_scores(forward), _scores(flow([[b, a] for a, b in PAIRS])), atol=1e-6)

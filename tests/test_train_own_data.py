@@ -295,7 +295,8 @@ def question_pairs(seed: int, count: int) -> list[tuple[str, str, int]]:
     return rows
 
 
-def test_text_similarity_from_tsv_pairs(tmp_path):
+@pytest.mark.parametrize("rnn_size", [0, 4])
+def test_text_similarity_from_tsv_pairs(tmp_path, rnn_size):
     pytest.importorskip("jieba")      # the word list of the user's texts is found with jieba
     train_file = write_csv(tmp_path / "train.tsv", ["text_a", "text_b", "label"], question_pairs(4, 240), "\t")
     dev_rows = question_pairs(5, 40)
@@ -303,11 +304,12 @@ def test_text_similarity_from_tsv_pairs(tmp_path):
     out = tmp_path / "pairs_model"
     manifest = train("text_similarity", "--train", str(train_file), "--dev", str(dev_file), "--text-field",
                      "text_a,text_b", "--out", str(out), "--epochs", "3", "--char-dim", "16", "--word-dim", "8",
-                     "--hidden", "16", "--quiet")
+                     "--hidden", "16", "--rnn-size", str(rnn_size), "--quiet")
     report = manifest["metrics"]["dev"]
     assert report["accuracy"] >= 0.75, report        # half the pairs are the same question
     assert {label: row["dev"] for label, row in report["per_label"].items()} == {"0": 20, "1": 20}
     assert manifest["architecture"]["type"] == "siamese" and len(manifest["training"]["history"]) == 3
+    assert manifest["architecture"].get("rnn_size", 0) == rnn_size
 
     flow = Taskflow("text_similarity", task_path=out, return_embeddings=True)
     results = flow([(a, b) for a, b, _ in dev_rows])

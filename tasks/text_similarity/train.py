@@ -87,6 +87,8 @@ def parse_args(argv):
     parser.add_argument("--no-exact-match", action="store_true")
     parser.add_argument("--overlap-features", action="store_true",
                         help="siamese: the scorer also sees how the texts overlap, and in what order (model.py)")
+    parser.add_argument("--rnn-size", type=int, default=0,
+                        help="siamese: each text is also read in order by a BiGRU of this size (0: none)")
     parser.add_argument("--min-char", type=int, default=2)
     parser.add_argument("--min-word", type=int, default=3)
     parser.add_argument("--max-words", type=int, default=30000)
@@ -198,8 +200,11 @@ def build_network(args, vocab: Vocab):
                     "enc_layers": args.enc_layers, "kernel_size": args.kernel, "dropout": args.dropout}
     if args.arch == "match":
         architecture.update(blocks=args.blocks, exact_match=not args.no_exact_match)
-    elif args.overlap_features:
-        architecture.update(overlap_features=True)
+    else:
+        if args.overlap_features:
+            architecture.update(overlap_features=True)
+        if args.rnn_size:
+            architecture.update(rnn_size=args.rnn_size)
     return architecture, build(architecture)
 
 
