@@ -17,7 +17,8 @@ EXPECTED_TASKS = {
     "ner": {"aliases": ["named_entity_recognition"], "default_model": "lexical_analysis/bigru_crf",
             "modes": {"fast": "lexical_analysis/bigru_crf", "accurate": "knowledge_mining/termtree"}},
     "knowledge_mining": {"aliases": ["wordtag"], "default_model": "termtree"},
-    "text_similarity": {"aliases": ["text_matching"], "default_model": "siamese_char_word"},
+    "text_similarity": {"aliases": ["text_matching"], "default_model": "siamese_char_word",
+                        "modes": {"fast": "siamese_char_word", "accurate": "siamese_rnn_ensemble"}},
     "reading_comprehension": {"aliases": ["question_answering_extractive"], "default_model": "drqa_char",
                               "modes": {"fast": "drqa_char", "accurate": "reader_ensemble"}},
 }
