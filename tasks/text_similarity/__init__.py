@@ -26,7 +26,7 @@ it reads identically (e.g. differing only in punctuation) get similarity 1.0.
 
 ``mode="accurate"`` runs ``siamese_rnn_ensemble``: three bi-encoders, two of which also read each
 text in order with a BiGRU; about a point more accurate on LCQMC and BQ test and better on swapped
-numbers and roles, at 0.44x the fast mode's speed (tasks/text_similarity/README.md).
+numbers and roles, at 0.45x the fast mode's speed (tasks/text_similarity/README.md).
 
 A package may name an ``ensemble`` of models it requires (both modes' packages do):
 each network scores every pair with its own vocabulary and normalisation, and
@@ -130,7 +130,7 @@ class TextSimilarityTask(MultiTextTask):
     """
 
     default_model = "siamese_char_word"
-    # accurate: three bi-encoders, two with a BiGRU (+1 point on LCQMC / BQ test; 0.44x the speed).
+    # accurate: three bi-encoders, two with a BiGRU (+1 point on LCQMC / BQ test; 0.45x the speed).
     modes = {"fast": "siamese_char_word", "accurate": "siamese_rnn_ensemble"}
     default_batch_size = 32
     input_fields = ("text1", "text2")
