@@ -303,6 +303,28 @@ def test_text_similarity_recipe_adds_generated_pairs(tmp_path):
     assert by_kind["entity"] + by_kind["negation"] + by_kind["number"] + by_kind["swap"] == 3
     assert by_kind["synonym"] + by_kind["surface"] == 3 and by_kind["entity"] > 0
 
+    framed = train("text_similarity", "--data-dir", str(data), "--out", str(tmp_path / "framed"), "--arch", "siamese",
+                   "--char-dim", "8", "--word-dim", "4", "--hidden", "6", "--enc-layers", "1", "--min-char", "1",
+                   "--min-word", "1", "--lcqmc-held-out", "4", "--epochs", "1", "--batch-size", "8", "--warmup", "2",
+                   "--evals", "1", "--hard-negatives", "40", "--framed-questions", "200", "--float16-weights")
+    generated = framed["training"]["hard_negatives"]
+    assert generated["framed_questions"] == 200 and generated["by_kind"]["swap"] >= 5
+    assert generated["by_kind"]["symmetric"] >= 5
+    stored = np.load(tmp_path / "framed" / "weights.npz")
+    assert {stored[name].dtype for name in stored.files} == {np.dtype(np.float16)}
+
+    # --halve: the first package again, every weight in float16, scoring as it did to ~1e-3
+    halved = train("text_similarity", "--halve", str(out), "--out", str(tmp_path / "halved"), "--version", "1.0.1")
+    assert (halved.name, halved.version) == (manifest.name, "1.0.1")
+    assert halved["training"]["stored_in_float16"]["from_version"] == manifest.version
+    assert halved["architecture"] == manifest["architecture"] and halved["threshold"] == manifest["threshold"]
+    stored = np.load(tmp_path / "halved" / "weights.npz")
+    assert {stored[name].dtype for name in stored.files} == {np.dtype(np.float16)}
+    pairs = [["怎么修改微信密码", "微信密码怎么改"], ("明天天气", "信用卡")]
+    before = [r["similarity"] for r in Taskflow("text_similarity", task_path=out)(pairs)]
+    after = [r["similarity"] for r in Taskflow("text_similarity", task_path=tmp_path / "halved")(pairs)]
+    assert np.allclose(before, after, atol=2e-3) and before != after
+
 
 # -------------------------------------------------------------------- knowledge_mining
 

@@ -188,9 +188,9 @@ def test_overlap_features_are_symmetric_padding_free_and_see_the_order_of_shared
     assert same[0] == swapped[0] == 1.0 and one_more[0] < 1.0      # every char shared / one not
 
 
-@pytest.mark.parametrize("kind", ["siamese_overlap", "siamese_rnn"])
+@pytest.mark.parametrize("kind", ["siamese_overlap", "siamese_rnn", "match_rnn"])
 @pytest.mark.parametrize("static", [True, False])
-def test_a_bi_encoder_with_overlap_features_is_symmetric_and_padding_free(tmp_path, static, kind):
+def test_networks_that_read_order_are_symmetric_and_padding_free(tmp_path, static, kind):
     package = make_tiny_similarity(tmp_path / "overlap", kind=kind)
     flow = Taskflow("text_similarity", task_path=package, batch_size=64, static=static)
     forward = flow(PAIRS)
@@ -317,6 +317,35 @@ def test_swap_roles_makes_a_negative_and_skips_identical_or_joined_entities():
     assert swap_roles("北京和上海哪个大", rng) is None           # 和 is symmetric
     assert swap_roles("我朋友比我高", rng) is None               # 我朋友 is one phrase, not 我 + 朋友
     assert swap_roles("北京到上海和上海到北京一样吗", rng) is None  # asks both directions already
+
+
+def test_symmetric_swaps_keep_the_meaning_and_only_before_a_symmetric_question():
+    from taskflow.tasks.text_similarity.augment import GeneratedPair, swap_symmetric
+
+    rng = random.Random(0)
+    assert swap_symmetric("花呗和借呗有什么区别", rng) == GeneratedPair("花呗和借呗有什么区别", "借呗和花呗有什么区别",
+                                                                1, "symmetric")
+    assert swap_symmetric("北京和上海之间有多远", rng).text2 == "上海和北京之间有多远"
+    assert swap_symmetric("余额宝与零钱通哪个收益高", rng).text2 == "零钱通与余额宝哪个收益高"
+    assert swap_symmetric("我跟他借钱", rng) is None              # 跟 as "from": the lender is not the borrower
+    assert swap_symmetric("北京到上海多少钱", rng) is None         # no symmetric marker
+    assert swap_symmetric("我和我朋友谁高", rng) is None           # 我朋友 is one phrase
+
+
+def test_framed_questions_give_swaps_of_both_labels():
+    from collections import Counter
+
+    from taskflow.tasks.text_similarity.augment import SWAP_FRAMES, framed_questions, generated_training_pairs
+
+    questions = framed_questions(300, random.Random(1))
+    assert questions == framed_questions(300, random.Random(1)) and "{" not in "".join(questions)
+    assert len({frame for group in SWAP_FRAMES.values() for frame in group}) > 30
+    pairs = generated_training_pairs([], [Pair(questions[0], "别的", 0)], 200, seed=5, framed=300)
+    kinds = Counter(p.kind for p in pairs)
+    assert kinds["swap"] >= 40 and kinds["symmetric"] >= 25, kinds      # a third of the positives each
+    assert all(p.label == 0 for p in pairs if p.kind == "swap") and all(p.label == 1 for p in pairs if p.kind == "symmetric")
+    assert questions[0] not in {t for p in pairs for t in p[:2]}     # a held-out text stays out
+    assert generated_training_pairs([], [], 50, seed=5) == []        # without frames: only the training texts
 
 
 def test_numbers_entities_and_negations_change_only_where_the_meaning_changes():

@@ -46,6 +46,10 @@ Paraphrase positives (label 1):
   the two differ refused: ``怎么`` before ``样 办 回事 了 不 没 还 又 会 …``
   (where it means "why" or is another word), ``多少钱`` after a verb
   (``借了多少钱`` asks an amount, not a price), ``还可以``.
+* ``symmetric``: two entities of one class around ``和 与 跟`` trade places where what follows
+  asks a symmetric question (``花呗和借呗有什么区别`` → ``借呗和花呗有什么区别``, ``北京和上海
+  哪个冷``): the other side of ``swap``, so that a model learns which changes of order matter
+  rather than that any change of order does (what adversarial paraphrase sets test).
 * ``surface``: a polite prefix (``请问``, ``你好，``) added or removed, or a
   trailing ``呢``/``啊`` on a question with a question word, or ``吗`` on a
   statement-form question with a modal (``花呗可以分期`` → ``花呗可以分期吗``).
@@ -56,7 +60,9 @@ itself) or ``None`` where its rule does not apply; the choices it makes (which
 occurrence, which replacement) come from the ``rng``, so a seed fixes the
 output.  A pair whose texts the model would read identically is never returned.
 :func:`augmented_pairs` draws a given number of pairs from a list of questions,
-half negatives, half positives, spread over the kinds.
+half negatives, half positives, spread over the kinds.  :func:`framed_questions` writes questions
+around the swap markers (:data:`SWAP_FRAMES`) for the recipe's ``--framed-questions``: the bank
+corpora hold too few questions with two entities of one class for ``swap`` and ``symmetric``.
 """
 
 from __future__ import annotations
@@ -70,7 +76,8 @@ from typing import Callable, Collection, Iterable, Iterator, NamedTuple, Sequenc
 from .features import model_text
 
 __all__ = ["GeneratedPair", "NEGATIVE_KINDS", "POSITIVE_KINDS", "KINDS", "GENERATORS", "swap_roles",
-           "change_number", "change_entity", "flip_negation", "substitute_synonym", "edit_surface",
+           "change_number", "change_entity", "flip_negation", "substitute_synonym", "edit_surface", "swap_symmetric",
+           "SWAP_FRAMES", "framed_questions",
            "augmented_pairs", "generated_training_pairs", "SWAP_DEV", "read_generated", "write_generated"]
 
 
@@ -82,8 +89,10 @@ class GeneratedPair(NamedTuple):
 
 
 NEGATIVE_KINDS = ("swap", "number", "entity", "negation")
-POSITIVE_KINDS = ("synonym", "surface")
-KINDS = NEGATIVE_KINDS + POSITIVE_KINDS
+POSITIVE_KINDS = ("synonym", "surface", "symmetric")
+# The default draw; ``symmetric`` joins it with framed questions (generated_training_pairs), so that
+# the recipes of packages made before it still draw the same pairs from the same seed.
+KINDS = NEGATIVE_KINDS + ("synonym", "surface")
 
 # ----------------------------------------------------------------- lexicons
 
@@ -506,6 +515,42 @@ _POLITE_PREFIX = re.compile(r"^(你好|您好|请问|亲(?=[，,、！!。\s]|�
 _MODALS = ("可以", "能")
 
 
+_SYMMETRIC_MARKER = re.compile("和|与|跟")
+# After the second entity, what makes the question symmetric in the two (跟 alone can mean "from":
+# 我跟他借钱 is not 他跟我借钱, so a bare continuation never counts).
+_SYMMETRIC_QUESTION = re.compile(r"(的|之间|两者|两个|这两个|相比)?(有什么|有啥|有何|的)?"
+                                 r"(区别|不同|差别|异同|哪个|哪家|哪种|哪一个|谁|什么关系|关系|一样|相同|的距离|距离|"
+                                 r"比较|对比|比哪个|能同时|可以同时|同时|都|有多远|多远)")
+
+
+def swap_symmetric(text: str, rng: random.Random) -> GeneratedPair | None:
+    """Two entities of one class around 和 / 与 / 跟, before a symmetric question, trade places
+    (label 1: the same question).
+
+    >>> swap_symmetric("花呗和借呗有什么区别", random.Random(0)).text2
+    '借呗和花呗有什么区别'
+    >>> swap_symmetric("我跟他借钱", random.Random(0)) is None
+    True
+    """
+    candidates = []
+    for cls, (entities, _) in _SWAP_PATTERNS.items():
+        tokens = _tokens(text, entities)
+        for i, (left, right) in enumerate(zip(tokens, tokens[1:])):
+            marker = _SYMMETRIC_MARKER.fullmatch(text, left.end(), right.start())
+            if not marker or not _SYMMETRIC_QUESTION.match(text, right.end()):
+                continue
+            joined_before = i > 0 and tokens[i - 1].end() == left.start()
+            joined_after = i + 2 < len(tokens) and tokens[i + 2].start() == right.end()
+            a, b = left.group(), right.group()
+            if joined_before or joined_after or SAME_PERSON.get(a, a) == SAME_PERSON.get(b, b):
+                continue
+            candidates.append((left.start(), right.end(), b + marker.group() + a))
+    if not candidates:
+        return None
+    start, end, swapped = rng.choice(sorted(candidates))
+    return _pair(text, _replace(text, start, end, swapped), 1, "symmetric")
+
+
 def edit_surface(text: str, rng: random.Random) -> GeneratedPair | None:
     """A polite prefix added or removed, or a trailing particle added, keeping the question (label 1).
 
@@ -534,8 +579,40 @@ def edit_surface(text: str, rng: random.Random) -> GeneratedPair | None:
 
 GENERATORS: dict[str, Callable[[str, random.Random], GeneratedPair | None]] = {
     "swap": swap_roles, "number": change_number, "entity": change_entity, "negation": flip_negation,
-    "synonym": substitute_synonym, "surface": edit_surface,
+    "synonym": substitute_synonym, "surface": edit_surface, "symmetric": swap_symmetric,
 }
+
+
+# Questions written around the swap markers, whose entities the recipe fills in (``--framed-questions``):
+# the bank corpora hold few questions with two entities of one class, so swap_roles finds 176 in
+# 270,000 training texts, too few for a network to learn that 张三欠李四 is not 李四欠张三.  Each
+# frame holds one asymmetric marker of SWAP_MARKERS (label 0 when swapped) or 和 / 与 / 跟 before a
+# symmetric question (label 1); the entities come from SWAP_CLASSES.
+SWAP_FRAMES = {
+    "city": ("{A}到{B}的高铁票多少钱", "{A}到{B}的机票什么时候便宜", "{A}到{B}坐火车要多久", "{A}飞{B}的航班有哪些",
+             "{A}去{B}自驾怎么走", "{A}到{B}有多少公里", "{A}开往{B}的动车几点发车", "从{A}到{B}怎么坐车最快",
+             "{A}到{B}的快递几天能到", "{A}和{B}哪个城市更适合工作", "{A}和{B}之间有多远", "{A}跟{B}哪个冷",
+             "{A}与{B}哪个房价高"),
+    "person": ("{A}欠{B}的钱不还怎么办", "{A}转账给{B}能撤回吗", "{A}借给{B}的钱要不回来了", "{A}比{B}大几岁",
+               "{A}还给{B}的钱怎么查记录", "{A}发给{B}的红包怎么退回", "{A}喜欢{B}怎么办", "{A}打钱给{B}多久到账",
+               "{A}和{B}是什么关系", "{A}和{B}谁的额度高", "{A}跟{B}的账户能同时用吗"),
+    "account": ("{A}转到{B}要手续费吗", "{A}提现到{B}多久到账", "{A}转入{B}有上限吗", "用{A}还{B}可以吗",
+                "{A}充值到{B}怎么操作", "{A}比{B}利息高吗", "{A}转账到{B}失败怎么办",
+                "{A}和{B}有什么区别", "{A}与{B}哪个利息低", "{A}跟{B}能同时开通吗", "{A}和{B}的区别是什么"),
+}
+
+
+def framed_questions(count: int, rng: random.Random) -> list[str]:
+    """``count`` questions from :data:`SWAP_FRAMES`, each with two different entities of its class."""
+    frames = [(cls, frame) for cls, group in SWAP_FRAMES.items() for frame in group]
+    out = []
+    for _ in range(count):
+        cls, frame = rng.choice(frames)
+        a, b = rng.sample(SWAP_CLASSES[cls], 2)
+        while a in b or b in a:                  # 借呗 / 蚂蚁借呗: one product, no direction to swap
+            a, b = rng.sample(SWAP_CLASSES[cls], 2)
+        out.append(frame.format(A=a, B=b))
+    return out
 
 
 # ------------------------------------------------------------------ drawing
@@ -607,13 +684,19 @@ SWAP_DEV = Path(__file__).parent / "dev" / "swap_dev.tsv"
 
 
 def generated_training_pairs(training: Iterable[tuple[str, str, int]], held_out: Iterable[tuple[str, str, int]],
-                             count: int, seed: int) -> list[GeneratedPair]:
+                             count: int, seed: int, framed: int = 0) -> list[GeneratedPair]:
     """What the recipe's ``--hard-negatives`` adds: ``count`` pairs generated from the texts of the
     ``training`` pairs, half hard negatives and half paraphrases, with no text of a ``held_out``
-    pair (selection, report and swap-dev pairs), drawn with ``random.Random(seed)``."""
+    pair (selection, report and swap-dev pairs), drawn with ``random.Random(seed)``.  With
+    ``framed`` (``--framed-questions``), that many :func:`framed_questions` join the texts and the
+    ``symmetric`` kind joins the draw."""
     exclude = {model_text(t) for pair in held_out for t in pair[:2]}
     questions = [t for pair in training for t in pair[:2]]
-    return augmented_pairs(questions, random.Random(seed), count, exclude=exclude)
+    kinds = KINDS
+    if framed:
+        questions += framed_questions(framed, random.Random(seed + 1))
+        kinds = KINDS + ("symmetric",)
+    return augmented_pairs(questions, random.Random(seed), count, kinds=kinds, exclude=exclude)
 
 
 FIELDS = ("text_a", "text_b", "label", "kind")

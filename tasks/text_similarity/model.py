@@ -10,7 +10,10 @@ and return the probability that the two texts mean the same, [B]
   2019): conv encoders, soft alignment of every char of one text with the
   other, fusion, repeated in blocks with augmented residuals, max pooling.
   Exact-match flags (is this char / word also in the other text?) are
-  computed inside the network from the ids and join the embeddings.
+  computed inside the network from the ids and join the embeddings.  With
+  ``rnn_size`` a BiGRU's states join them too, before alignment (ESIM's input
+  encoding, Chen et al., ACL 2017), so chars are aligned in their context and
+  word order reaches the alignment; ``overlap_features`` as for the bi-encoder.
 * :class:`SiameseNet` — a bi-encoder: each text alone becomes a vector
   (conv encoder, masked max + mean pooling); the pair is scored from the two
   vectors.  Its vectors serve retrieval (``return_embeddings``).  With
@@ -241,22 +244,26 @@ class MatchNet(nn.Layer):
     """RE2-style interaction model (see the module docstring)."""
 
     def __init__(self, vocab_size, word_vocab_size, char_dim=128, word_dim=64, hidden_size=128,
-                 blocks=2, enc_layers=2, kernel_size=3, dropout=0.2, exact_match=True):
+                 blocks=2, enc_layers=2, kernel_size=3, dropout=0.2, exact_match=True, rnn_size=0,
+                 overlap_features=False):
         super().__init__()
         self.embed = Embed(vocab_size, word_vocab_size, char_dim, word_dim, exact_match)
-        emb = self.embed.dim
+        self.rnn = nn.GRU(self.embed.dim, rnn_size, direction="bidirect") if rnn_size > 0 else None
+        self.dropout = SharedDropout(dropout)
+        emb = self.embed.dim + 2 * rnn_size
         self.blocks = nn.LayerList([
             Block(emb if i == 0 else emb + hidden_size, hidden_size, enc_layers, kernel_size, dropout)
             for i in range(blocks)])
-        self.classifier = Classifier(hidden_size, hidden_size, dropout)
+        self.overlap = bool(overlap_features)
+        self.classifier = Classifier(hidden_size, hidden_size, dropout, OVERLAP_FEATURES if self.overlap else 0)
 
     def forward(self, a_chars, a_words, b_chars, b_words):
         return F.sigmoid(self.logits(a_chars, a_words, b_chars, b_words))
 
     def logits(self, a_chars, a_words, b_chars, b_words):
         a_mask, b_mask = _mask(a_chars), _mask(b_chars)
-        a_emb = self.embed(a_chars, a_words, a_mask, b_chars, b_words, b_mask)
-        b_emb = self.embed(b_chars, b_words, b_mask, a_chars, a_words, a_mask)
+        a_emb = self._read(self.embed(a_chars, a_words, a_mask, b_chars, b_words, b_mask), a_mask)
+        b_emb = self._read(self.embed(b_chars, b_words, b_mask, a_chars, a_words, a_mask), b_mask)
         a, b = a_emb, b_emb
         prev_a = prev_b = None
         for i, block in enumerate(self.blocks):
@@ -267,7 +274,17 @@ class MatchNet(nn.Layer):
                 prev_a, prev_b = a, b
                 a, b = paddle.concat([a_emb, res_a], axis=-1), paddle.concat([b_emb, res_b], axis=-1)
             a, b = block(a, a_mask, b, b_mask)
-        return self.classifier(_masked_max(a, a_mask), _masked_max(b, b_mask))
+        extra = overlap_features(a_chars, a_words, b_chars, b_words) if self.overlap else None
+        return self.classifier(_masked_max(a, a_mask), _masked_max(b, b_mask), extra)
+
+    def _read(self, x, mask):
+        """With ``rnn_size``, each char's embedding ++ the BiGRU's states there (ESIM's input
+        encoding): alignment then compares chars in their context, so 张三 before 欠 and 张三 after
+        it no longer match perfectly, which the convolutions' three-char window cannot see."""
+        if self.rnn is None:
+            return x
+        states, _ = self.rnn(self.dropout(x), sequence_length=mask.squeeze(-1).sum(axis=1).astype("int64"))
+        return paddle.concat([x, states * mask], axis=-1)
 
 
 class SiameseNet(nn.Layer):

@@ -47,8 +47,10 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -86,9 +88,10 @@ def parse_args(argv):
     parser.add_argument("--dropout", type=float, default=0.2)
     parser.add_argument("--no-exact-match", action="store_true")
     parser.add_argument("--overlap-features", action="store_true",
-                        help="siamese: the scorer also sees how the texts overlap, and in what order (model.py)")
+                        help="the scorer also sees how the texts overlap, and in what order (model.py)")
     parser.add_argument("--rnn-size", type=int, default=0,
-                        help="siamese: each text is also read in order by a BiGRU of this size (0: none)")
+                        help="each text is also read in order by a BiGRU of this size (0: none); for --arch "
+                             "match its states join the embeddings before alignment (ESIM)")
     parser.add_argument("--min-char", type=int, default=2)
     parser.add_argument("--min-word", type=int, default=3)
     parser.add_argument("--max-words", type=int, default=30000)
@@ -98,9 +101,19 @@ def parse_args(argv):
     parser.add_argument("--hard-negatives", type=int, default=0, metavar="N",
                         help="add N pairs generated from the training texts (augment.py: half hard negatives, half "
                              "paraphrases); 0: none")
+    parser.add_argument("--framed-questions", type=int, default=0, metavar="N",
+                        help="with --hard-negatives: N questions written around swap markers (augment.SWAP_FRAMES) "
+                             "join the texts pairs are generated from, and so does the symmetric kind (swaps that "
+                             "keep the meaning); 0: none")
     parser.add_argument("--vectors", metavar="DIR",
                         help="corpus vectors (python -m pretraining.vectors --out DIR): the char and word tables "
                              "start from their char and word vectors")
+    parser.add_argument("--float16-weights", action="store_true",
+                        help="store every weight in float16, not only the embedding tables: half the bytes, "
+                             "probabilities within ~1e-3 (the package is evaluated as stored)")
+    parser.add_argument("--halve", metavar="PACKAGE",
+                        help="train nothing: write PACKAGE again to --out, every weight in float16 "
+                             "(--float16-weights for a package already trained), as --version")
     parser.add_argument("--epochs", type=float, default=3.0)
     parser.add_argument("--minutes", type=float, help="wall-clock budget for the training loop")
     parser.add_argument("--batch-size", type=int, default=128)
@@ -111,8 +124,12 @@ def parse_args(argv):
     add_own_data_options(parser, text_field="text1,text2", label_field="label")
     own_data_defaults(parser, argv, SMALL_DATA)
     args = parser.parse_args(argv)
+    if args.halve:
+        return args
     if args.train and args.data_dir:
         parser.error("give --data-dir DIR (the project's data layout) or --train FILE (your own pairs), not both")
+    if args.framed_questions and not args.hard_negatives:
+        parser.error("--framed-questions N feeds the pairs --hard-negatives generates: give both")
     if args.hard_negatives < 0 or (args.hard_negatives and args.train):
         parser.error("--hard-negatives N (N >= 0) generates pairs from the project's data (--data-dir); its rules "
                      "are written for Chinese questions of that kind, not for your own --train pairs")
@@ -200,11 +217,10 @@ def build_network(args, vocab: Vocab):
                     "enc_layers": args.enc_layers, "kernel_size": args.kernel, "dropout": args.dropout}
     if args.arch == "match":
         architecture.update(blocks=args.blocks, exact_match=not args.no_exact_match)
-    else:
-        if args.overlap_features:
-            architecture.update(overlap_features=True)
-        if args.rnn_size:
-            architecture.update(rnn_size=args.rnn_size)
+    if args.overlap_features:
+        architecture.update(overlap_features=True)
+    if args.rnn_size:
+        architecture.update(rnn_size=args.rnn_size)
     return architecture, build(architecture)
 
 
@@ -280,10 +296,12 @@ def load_pairs(args):
             held_out += read_generated(SWAP_DEV)
             held_out_files.append("tasks/text_similarity/dev/swap_dev.tsv")
         pairs = generated_training_pairs([p for part in parts.values() for p in part], held_out,
-                                         args.hard_negatives, args.seed)
+                                         args.hard_negatives, args.seed, framed=args.framed_questions)
         parts["generated"] = [Pair(p.text1, p.text2, p.label) for p in pairs]
+        kinds = KINDS + (("symmetric",) if args.framed_questions else ())
         generated = {"requested": args.hard_negatives, "pairs": len(pairs), "seed": args.seed,
-                     "by_kind": {kind: sum(p.kind == kind for p in pairs) for kind in KINDS},
+                     **({"framed_questions": args.framed_questions} if args.framed_questions else {}),
+                     "by_kind": {kind: sum(p.kind == kind for p in pairs) for kind in kinds},
                      "texts_excluded": held_out_files,
                      "method": "augment.generated_training_pairs over the training texts above"}
         dropped["generated"] = 0
@@ -358,7 +376,7 @@ def train_own_pairs(args, argv: list[str]) -> int:
                       evals=None, eval_guess=2.0)
 
     with PackageDraft(args, "text_similarity", started=started) as draft:
-        draft.ship_weights(network, float16=lambda name: "_emb." in name)    # the report is on the weights that ship
+        draft.ship_weights(network, float16=stored_in_float16(args))    # the report is on the weights that ship
         vocab.save(draft / "vocab.json")
         scores = predict(network, dev_data)
         threshold = best_threshold([(scores, dev_data.labels)])
@@ -398,6 +416,8 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     fast_cpu_math()
+    if args.halve:
+        return halve(args)
     if args.train:
         return train_own_pairs(args, argv)
     started = time.time()
@@ -434,7 +454,7 @@ def main(argv=None) -> int:
     run = fit_matcher(network, train, epoch_index, evaluate, "mean", args, rng, evals=args.evals, eval_guess=15.0)
 
     with PackageDraft(args, "text_similarity", started=started) as draft:
-        draft.ship_weights(network, float16=lambda name: "_emb." in name)    # and evaluate exactly what ships
+        draft.ship_weights(network, float16=stored_in_float16(args))    # and evaluate exactly what ships
         threshold, metrics = evaluate_shipped(network, selection_data, report, vocab, cache)
         vocab.save(draft / "vocab.json")
         draft.write({
@@ -464,6 +484,37 @@ def main(argv=None) -> int:
             "metrics": metrics,
             "framework": framework_versions("paddlepaddle", "numpy"),
         })
+    return 0
+
+
+def stored_in_float16(args):
+    """Which weights ship in float16: the embedding tables, or with ``--float16-weights`` all."""
+    return (lambda name: True) if args.float16_weights else (lambda name: "_emb." in name)
+
+
+def halve(args) -> int:
+    """``--halve PACKAGE``: the package's network stored again with every weight in float16, under
+    its own name and ``--version``; the rest of the manifest is kept and says where it came from.
+    Its recorded metrics are the float32 network's: measure the new one through the product
+    (benchmarks/accuracy_similarity.py) before shipping it."""
+    from taskflow.packages import MANIFEST, Manifest
+    from taskflow.predictor import load_weights
+
+    from .model import build
+
+    source = Path(args.halve)
+    manifest = Manifest.load(source / MANIFEST)
+    network = build(manifest.data["architecture"])
+    load_weights(network, source / "weights.npz")
+    fields = {k: v for k, v in manifest.data.items() if k not in ("task", "name", "version", "files")}
+    fields["training"] = {**fields.get("training", {}), "stored_in_float16": {
+        "from_version": manifest.version, "from_weights_sha256": manifest.files["weights.npz"]["sha256"],
+        "note": "every weight halved after training (--halve); metrics above are the float32 network's"}}
+    with PackageDraft(args, "text_similarity") as draft:
+        draft.identity["name"] = manifest.name
+        draft.ship_weights(network, float16=lambda name: True)
+        shutil.copyfile(source / "vocab.json", draft / "vocab.json")
+        draft.write(fields)
     return 0
 
 
