@@ -218,6 +218,28 @@ def _has_question_word(text: str) -> bool:
 _SWAP_PATTERNS = {cls: (_compile(SWAP_CLASSES[cls]), _compile(markers)) for cls, markers in SWAP_MARKERS.items()}
 
 
+def _neighbour_entities(text: str) -> Iterator[tuple[re.Match, re.Match, re.Pattern]]:
+    """Each two consecutive entities of one swap class in ``text`` (``(left, right, the class's
+    markers)``) that could trade places: neither is part of a longer phrase with an entity next to
+    it (我朋友比我, 微信余额还花呗) and they are not one entity (``你``/``您`` count as one)."""
+    for entities, markers in _SWAP_PATTERNS.values():
+        tokens = _tokens(text, entities)
+        for i, (left, right) in enumerate(zip(tokens, tokens[1:])):
+            joined_before = i > 0 and tokens[i - 1].end() == left.start()
+            joined_after = i + 2 < len(tokens) and tokens[i + 2].start() == right.end()
+            a, b = left.group(), right.group()
+            if not (joined_before or joined_after or SAME_PERSON.get(a, a) == SAME_PERSON.get(b, b)):
+                yield left, right, markers
+
+
+def _swapped(text: str, candidates: list[tuple[int, int, str]], rng: random.Random, label: int,
+             kind: str) -> GeneratedPair | None:
+    if not candidates:
+        return None
+    start, end, swapped = rng.choice(sorted(candidates))
+    return _pair(text, _replace(text, start, end, swapped), label, kind)
+
+
 def swap_roles(text: str, rng: random.Random) -> GeneratedPair | None:
     """Two entities of one class around a relation marker trade places (label 0).
 
@@ -227,27 +249,12 @@ def swap_roles(text: str, rng: random.Random) -> GeneratedPair | None:
     True
     """
     candidates = []
-    for cls, (entities, markers) in _SWAP_PATTERNS.items():
-        tokens = _tokens(text, entities)
-        for i, (left, right) in enumerate(zip(tokens, tokens[1:])):
-            marker = markers.fullmatch(text, left.end(), right.start())
-            if not marker:
-                continue
-            # 我朋友比我 / 微信余额还花呗: an entity next to another is part of a longer phrase
-            joined_before = i > 0 and tokens[i - 1].end() == left.start()
-            joined_after = i + 2 < len(tokens) and tokens[i + 2].start() == right.end()
-            if joined_before or joined_after:
-                continue
-            a, b = left.group(), right.group()
-            if SAME_PERSON.get(a, a) == SAME_PERSON.get(b, b):
-                continue
-            if b + marker.group() + a in text:      # both directions asked already: the swap asks the same
-                continue
-            candidates.append((left.start(), right.end(), b + marker.group() + a))
-    if not candidates:
-        return None
-    start, end, swapped = rng.choice(sorted(candidates))
-    return _pair(text, _replace(text, start, end, swapped), 0, "swap")
+    for left, right, markers in _neighbour_entities(text):
+        marker = markers.fullmatch(text, left.end(), right.start())
+        swapped = marker and right.group() + marker.group() + left.group()
+        if swapped and swapped not in text:      # both directions asked already: the swap asks the same
+            candidates.append((left.start(), right.end(), swapped))
+    return _swapped(text, candidates, rng, 0, "swap")
 
 
 _UNITS = ("个月", "分钟", "小时", "个", "天", "年", "次", "期", "元", "块", "万", "千", "号", "日", "岁", "笔", "张", "周",
@@ -533,22 +540,11 @@ def swap_symmetric(text: str, rng: random.Random) -> GeneratedPair | None:
     True
     """
     candidates = []
-    for cls, (entities, _) in _SWAP_PATTERNS.items():
-        tokens = _tokens(text, entities)
-        for i, (left, right) in enumerate(zip(tokens, tokens[1:])):
-            marker = _SYMMETRIC_MARKER.fullmatch(text, left.end(), right.start())
-            if not marker or not _SYMMETRIC_QUESTION.match(text, right.end()):
-                continue
-            joined_before = i > 0 and tokens[i - 1].end() == left.start()
-            joined_after = i + 2 < len(tokens) and tokens[i + 2].start() == right.end()
-            a, b = left.group(), right.group()
-            if joined_before or joined_after or SAME_PERSON.get(a, a) == SAME_PERSON.get(b, b):
-                continue
-            candidates.append((left.start(), right.end(), b + marker.group() + a))
-    if not candidates:
-        return None
-    start, end, swapped = rng.choice(sorted(candidates))
-    return _pair(text, _replace(text, start, end, swapped), 1, "symmetric")
+    for left, right, _ in _neighbour_entities(text):
+        marker = _SYMMETRIC_MARKER.fullmatch(text, left.end(), right.start())
+        if marker and _SYMMETRIC_QUESTION.match(text, right.end()):
+            candidates.append((left.start(), right.end(), right.group() + marker.group() + left.group()))
+    return _swapped(text, candidates, rng, 1, "symmetric")
 
 
 def edit_surface(text: str, rng: random.Random) -> GeneratedPair | None:
