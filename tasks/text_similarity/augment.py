@@ -78,7 +78,7 @@ from .features import model_text
 __all__ = ["GeneratedPair", "NEGATIVE_KINDS", "POSITIVE_KINDS", "KINDS", "GENERATORS", "swap_roles",
            "change_number", "change_entity", "flip_negation", "substitute_synonym", "edit_surface", "swap_symmetric",
            "SWAP_FRAMES", "framed_questions",
-           "augmented_pairs", "generated_training_pairs", "SWAP_DEV", "read_generated", "write_generated"]
+           "FRAMED_KINDS", "augmented_pairs", "generated_training_pairs", "SWAP_DEV", "read_generated", "write_generated"]
 
 
 class GeneratedPair(NamedTuple):
@@ -93,6 +93,7 @@ POSITIVE_KINDS = ("synonym", "surface", "symmetric")
 # The default draw; ``symmetric`` joins it with framed questions (generated_training_pairs), so that
 # the recipes of packages made before it still draw the same pairs from the same seed.
 KINDS = NEGATIVE_KINDS + ("synonym", "surface")
+FRAMED_KINDS = KINDS + ("symmetric",)
 
 # ----------------------------------------------------------------- lexicons
 
@@ -688,11 +689,10 @@ def generated_training_pairs(training: Iterable[tuple[str, str, int]], held_out:
     ``symmetric`` kind joins the draw."""
     exclude = {model_text(t) for pair in held_out for t in pair[:2]}
     questions = [t for pair in training for t in pair[:2]]
-    kinds = KINDS
     if framed:
         questions += framed_questions(framed, random.Random(seed + 1))
-        kinds = KINDS + ("symmetric",)
-    return augmented_pairs(questions, random.Random(seed), count, kinds=kinds, exclude=exclude)
+    return augmented_pairs(questions, random.Random(seed), count, kinds=FRAMED_KINDS if framed else KINDS,
+                           exclude=exclude)
 
 
 FIELDS = ("text_a", "text_b", "label", "kind")

@@ -61,7 +61,7 @@ from taskflow.training import (Fit, PackageDraft, Schedule, add_own_data_options
                                pretrained_embeddings, print_report, read_labelled, recipe_parser, seed_all,
                                split_off_dev, vectors_report)
 
-from .augment import KINDS, SWAP_DEV, generated_training_pairs, read_generated
+from .augment import FRAMED_KINDS, KINDS, SWAP_DEV, generated_training_pairs, read_generated
 from .data import DEFAULT_FILES, Pair, drop_overlap, read_pairs, resolve_files, split_lcqmc_dev
 from .features import NORMALIZATION, Vocab, encode, model_text
 
@@ -298,7 +298,7 @@ def load_pairs(args):
         pairs = generated_training_pairs([p for part in parts.values() for p in part], held_out,
                                          args.hard_negatives, args.seed, framed=args.framed_questions)
         parts["generated"] = [Pair(p.text1, p.text2, p.label) for p in pairs]
-        kinds = KINDS + (("symmetric",) if args.framed_questions else ())
+        kinds = FRAMED_KINDS if args.framed_questions else KINDS
         generated = {"requested": args.hard_negatives, "pairs": len(pairs), "seed": args.seed,
                      **({"framed_questions": args.framed_questions} if args.framed_questions else {}),
                      "by_kind": {kind: sum(p.kind == kind for p in pairs) for kind in kinds},
