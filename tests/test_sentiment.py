@@ -347,7 +347,7 @@ def test_recipe_with_augmentation_records_it_and_calibrates(tmp_path):
     augmentation = manifest["training"]["augmentation"]
     assert augmentation["kinds"] == ["invariance", "negation", "contrast", "slang"]   # no_opinion is opt-in
     assert augmentation["scale"] == 0.05
-    assert augmentation["by_kind"]["negation"]["template"] == 150
+    assert augmentation["by_kind"]["negation"]["template"] == 200      # SIZES["negation"] (4000) x 0.05
     assert manifest["training"]["examples"] == {"real": 144, "generated": augmentation["sentences"]}
     assert manifest["temperature"] > 0
     dev = manifest["calibration"]["figures"]["chnsenticorp_dev"]

@@ -14,7 +14,8 @@ Five kinds (``KINDS``), the first four labelled positive / negative:
 - **invariance**: a share of the training sentences with trailing punctuation, spaces, a number,
   an emoji that agrees with the label, a year or a price added; same label;
 - **negation**: aspect x adjective x negator, with the label the negation gives (汤一点也不腥 is
-  praise, 面料不够柔软 a complaint); negation idioms (没话说, 不靠谱); 没有 + a defect or a merit
+  praise, 面料不够柔软 a complaint; comparative negators too: 汤没想象中那么鲜美, 房间没有预想中那么
+  潮湿); negation idioms (没话说, 不靠谱); 没有 + a defect or a merit
   (一点异味都没有, 一点效果都没有); negated verbs (不值这个价, 买这件外套不亏);
 - **contrast**: a mild clause conceded and a strong one of the other polarity after the
   connective (虽然床稍微有点硬，但是态度十分友好), which decides; and two real training sentences of
@@ -64,7 +65,7 @@ NEUTRAL = "neutral"
 # taken whole).
 SIZES = {
     "invariance": 0.10,        # share of the training sentences copied with one perturbation
-    "negation": 3000,
+    "negation": 4000,          # templates: about three quarters of the pool
     "contrast": 2000,          # templates
     "contrast_real": 2000,     # real sentence + connective + real sentence of the other label
     "slang": 500,              # templates: the whole pool (482 sentences)
@@ -176,6 +177,11 @@ _BAD_NOT_NEGATED = frozenset({"劣质", "糟糕"})
 # Bare 不 + fault is praise only where reviewers use it so (汤不腥, 肉不柴, 香味不刺鼻, 情节不拖沓);
 # 外观不难看 or 纸张不薄 are faint and left out.
 _BARE_NOT_PRAISES = frozenset({"腥", "柴", "刺鼻", "黏腻", "刺耳", "廉价", "拖沓", "老套", "难喝", "扎人", "厚重"})
+# Comparative negators measure the thing against what was expected or promised, and flip either
+# way: 汤没想象中那么鲜美 is a complaint, 房间没有预想中那么潮湿 praise.  Reviews use them a lot,
+# and without them a network reads 没有 + a fault as a fault (没有想象中差 -> negative 0.99).
+# The suite's own form (没有想象中那么) is left out, so its figure says whether these carry over.
+_COMPARATIVE_NEGATORS = ("没想象中那么", "没有想象的那么", "没有预想中那么", "没有传说中那么", "不像宣传的那么")
 
 # Negation idioms, after the aspects they fit (米饭不靠谱 is not said).
 _IDIOM_ASPECTS = ("态度", "设施", "送餐", "口味", "性价比", "音质", "信号", "散热", "续航", "面料", "文笔", "情节",
@@ -363,9 +369,10 @@ def negation_sentences() -> list[tuple[str, str]]:
         for prefix, aspect in product(domain.prefixes, domain.aspects):
             subject = prefix + aspect.noun
             praise = [x for x in aspect.good if x not in _NEGATION_OF_GOOD_IS_NOT_A_COMPLAINT]
-            out += [(subject + negator + x, NEGATIVE) for negator, x in product(_NEGATORS_OF_GOOD, praise)]
+            out += [(subject + negator + x, NEGATIVE)
+                    for negator, x in product(_NEGATORS_OF_GOOD + _COMPARATIVE_NEGATORS, praise)]
             for x in (x for x in aspect.bad if x not in _BAD_NOT_NEGATED):
-                negators = _NEGATORS_OF_BAD + (("不",) if x in _BARE_NOT_PRAISES else ())
+                negators = _NEGATORS_OF_BAD + _COMPARATIVE_NEGATORS + (("不",) if x in _BARE_NOT_PRAISES else ())
                 out += [(subject + negator + x, POSITIVE) for negator in negators]
         for entity, frame in product(domain.entities, _WITHOUT_FRAMES):
             out += [(frame.format(t=entity, n=n), POSITIVE) for n in domain.defects]
