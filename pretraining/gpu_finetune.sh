@@ -15,7 +15,7 @@
 # (pretraining/README.md, "GPU runs"; similarity stopped by its 2.2-minute guard then).
 set -u
 PY=${PY:-python3}; W=${W:-/tmp/g}; DEVICE=${DEVICE:-auto}; OUT=${OUT:?set OUT, the folder that comes back}
-ONLY=${ONLY:-span sentiment similarity}; CHECKPOINT=${CHECKPOINT:-pretraining/checkpoints/mlm_6x384_23k}
+ONLY=${ONLY:-span sentiment similarity}; CHECKPOINT=${CHECKPOINT:-pretraining/checkpoints/mlm_6x384_28k}
 used=0
 mkdir -p "$W" "$OUT"
 if [ -n "${WHEELS:-}" ]; then
