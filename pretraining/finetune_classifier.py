@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import random
 import sys
 import tempfile
@@ -104,12 +105,36 @@ def positive_probability(model: Classifier, inputs: Inputs, items: list, *, batc
     return (p[:len(p) // 2] + p[len(p) // 2:]) / 2 if pairs else p
 
 
+def load_package_weights(model: Classifier, package: Path, vocab: CharVocab) -> None:
+    """Load a ``transformer_classifier`` package (what this script writes) into ``model``: the
+    inverse of :func:`convert.paddle_arrays` (Paddle names without "encoder.", ``Linear`` weights
+    transposed; float16 matrices read back as float32).  Its vocabulary must be the encoder's."""
+    if list(CharVocab.load(package / "vocab.txt").tokens) != list(vocab.tokens):
+        raise ValueError(f"{package}: its vocab.txt is not the --encoder checkpoint's; start from a package "
+                         "fine-tuned on this encoder")
+    linear_weights = {f"{name}.weight" for name, sub in model.named_modules() if isinstance(sub, nn.Linear)}
+    with np.load(package / "weights.npz") as arrays:
+        state = {}
+        for name, tensor in model.state_dict().items():
+            key = name.removeprefix("encoder.")
+            if key not in arrays:
+                raise ValueError(f"{package}/weights.npz has no {key!r}: not a transformer_classifier package "
+                                 "of this encoder's shape")
+            array = arrays[key].astype(np.float32)
+            state[name] = torch.from_numpy(np.ascontiguousarray(array.T if name in linear_weights else array))
+            if state[name].shape != tensor.shape:
+                raise ValueError(f"{package}: {key} is {tuple(state[name].shape)}, the encoder's is "
+                                 f"{tuple(tensor.shape)}")
+    model.load_state_dict(state)
+
+
 SENTIMENT_SETS = ("chnsenticorp", "online_shopping_10_cats", "waimai_10k")
 
 
 def sentiment_data(args) -> tuple[list, dict]:
     """(training items, evaluation splits): items are ``(text, label)``."""
-    from taskflow.tasks.sentiment_analysis.train import DEFAULT_AUGMENT, augmented, read_tsv
+    from taskflow.tasks.sentiment_analysis.augment import SIZES
+    from taskflow.tasks.sentiment_analysis.train import augmented, read_statements, read_tsv
 
     root = Path(args.data_dir)
     texts, labels = [], []
@@ -118,8 +143,11 @@ def sentiment_data(args) -> tuple[list, dict]:
         texts += t
         labels += y
     if args.augment:
-        made, made_labels, _ = augmented(texts, labels, list(DEFAULT_AUGMENT), seed=0, scale=1.0)
-        log(f"augmentation: {len(made)} sentences")
+        statements = read_statements(args.neutral_text, SIZES["no_opinion_real"]) if args.neutral_text else []
+        made, made_labels, _ = augmented(texts, labels, args.augment_kinds, seed=0, scale=1.0, statements=statements)
+        neutral = sum(y < 0 for y in made_labels)
+        log(f"augmentation: {len(made)} sentences ({', '.join(args.augment_kinds)}; {neutral} without an opinion, "
+            "trained towards equal probabilities)")
         texts, labels = texts + made, labels + made_labels
     splits = {f"{name}/{split}": list(zip(*read_tsv(root / name / f"{split}.tsv")))
               for name in SENTIMENT_SETS for split in ("dev", "test")}
@@ -156,6 +184,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--float16", action="store_true", help="store matrices as float16 (half the size)")
     parser.add_argument("--checkpoint", type=Path, help="also save the PyTorch state dict here")
     parser.add_argument("--augment", action="store_true", help="sentiment: add augment.py's sentences")
+    parser.add_argument("--augment-kinds", help="sentiment: which kinds, comma-separated (default: the char CNN "
+                                                "recipe's DEFAULT_AUGMENT; add no_opinion for statements of fact)")
+    parser.add_argument("--neutral-text", nargs="*", default=[],
+                        help="sentiment, no_opinion: files of real sentences without an opinion (as the char recipe's)")
+    parser.add_argument("--neutral-weight", type=float, default=0.5,
+                        help="sentiment, no_opinion: weight of its loss (cross-entropy to equal probabilities)")
+    parser.add_argument("--init", type=Path, help="start from this fine-tuned package's weights (encoder and head; "
+                                                  "a transformer_classifier package of the same encoder) instead "
+                                                  "of the bare encoder: a second stage of fine-tuning")
     parser.add_argument("--hard-negatives", type=int, default=0, help="similarity: as the fast recipe's option")
     parser.add_argument("--lcqmc-held-out", type=int, help="similarity: as the fast recipe's option (default: its own)")
     parser.add_argument("--max-chars", type=int, default=None,
@@ -170,7 +207,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1 ... (auto: cuda where there is one)")
     parser.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=None, help="default: on with CUDA")
     parser.add_argument("--threads", type=int)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if (args.augment_kinds or args.neutral_text) and not (args.augment and args.task == "sentiment"):
+        parser.error("--augment-kinds and --neutral-text choose what sentiment's --augment adds: give --augment")
+    if args.neutral_text and "no_opinion" not in (args.augment_kinds or "").split(","):
+        parser.error("--neutral-text feeds the no_opinion augmentation kind: add it to --augment-kinds")
+    from taskflow.tasks.sentiment_analysis.train import DEFAULT_AUGMENT
+
+    # The kinds sentiment's --augment adds ([] without it).
+    args.augment_kinds = (args.augment_kinds.split(",") if args.augment_kinds else list(DEFAULT_AUGMENT)) \
+        if args.augment else []
+    return args
 
 
 # What each recipe task's package is for, and its labels in output order.
@@ -182,6 +229,8 @@ READING = {"sentiment": NORMALIZATION, "similarity": PAIR_NORMALIZATION}
 
 
 def main(argv=None) -> int:
+    from taskflow.tasks.sentiment_analysis.train import targets
+
     args = parse_args(argv)
     started = time.monotonic()
     cuda = torch.cuda.is_available() if args.device == "auto" else args.device.startswith("cuda")
@@ -196,8 +245,12 @@ def main(argv=None) -> int:
     model = Classifier(config)
     state = {k[len("encoder."):]: v for k, v in checkpoint["model"].items() if k.startswith("encoder.")}
     model.encoder.load_state_dict(state)
-    model.to(device).train()
     vocab = CharVocab(checkpoint["vocab"])
+    if args.init:
+        load_package_weights(model, args.init, vocab)
+        init = json.loads((args.init / "manifest.json").read_text(encoding="utf-8"))
+        log(f"started from {args.init}: {init['name']} {init['version']}")
+    model.to(device).train()
     max_chars = args.max_chars or (126 if args.task == "sentiment" else 62)
     inputs = Inputs(vocab, max_chars, READING[args.task])
 
@@ -231,7 +284,10 @@ def main(argv=None) -> int:
             ids = inputs.batch([drawn(train[i][0]) for i in batch]).to(device)
             with autocast():
                 logits = model(ids)
-            loss = F.cross_entropy(logits.float(), torch.tensor([train[i][1] for i in batch], device=device))
+            # A labelled text's one-hot, or for a text without an opinion (label -1) neutral_weight
+            # times equal halves: the char recipe's outlier exposure (sentiment_analysis.train.targets).
+            weights = torch.from_numpy(targets(np.array([train[i][1] for i in batch]), args.neutral_weight))
+            loss = -(weights.to(device) * F.log_softmax(logits.float(), -1)).sum(-1).mean()
             update(model, loss, optimizer, scheduler)
             step += 1
             tokens += ids.numel()
@@ -284,7 +340,9 @@ def main(argv=None) -> int:
                                  "objective": checkpoint["config"]["objective"]},
                      **({"train_files": [f"{name}/train.tsv" for name in SENTIMENT_SETS]} if args.task == "sentiment"
                         else {}),
-                     "items": len(train), "augment": args.augment, "hard_negatives": args.hard_negatives,
+                     **({"init": {"package": args.init.name, "name": init["name"], "version": init["version"]}}
+                        if args.init else {}),
+                     "items": len(train), "augment": args.augment_kinds, "hard_negatives": args.hard_negatives,
                      "optimizer": {"name": "AdamW", "lr": args.lr, "warmup": warmup, "schedule": "linear decay",
                                    "batch_size": args.batch_size, "seed": args.seed},
                      "steps": step, "epochs": round(step / len(batches), 2), "minutes": round(train_minutes, 1),

@@ -13,6 +13,9 @@
 # ONLY: the runs to do, of "span sentiment similarity" (default all).  Each run's epochs, learning
 # rate and time guard: EPOCHS_*, LR_*, MIN_* (see below); the defaults are the runs of 2026-11-27
 # (pretraining/README.md, "GPU runs"; similarity stopped by its 2.2-minute guard then).
+# SENT_ARGS: more options for the sentiment run, e.g. statements of fact trained towards equal
+# probabilities: SENT_ARGS="--augment-kinds invariance,negation,contrast,slang,no_opinion
+# --neutral-text DIR/matching/afqmc/train.tsv DIR/matching/bq_corpus/train.tsv".
 set -u
 PY=${PY:-python3}; W=${W:-/tmp/g}; DEVICE=${DEVICE:-auto}; OUT=${OUT:?set OUT, the folder that comes back}
 ONLY=${ONLY:-span sentiment similarity}; CHECKPOINT=${CHECKPOINT:-pretraining/checkpoints/mlm_6x384_28k}
@@ -48,7 +51,8 @@ fi
 if runs sentiment; then
     $PY -m pretraining.finetune_classifier sentiment --encoder "$W/base.pt" --data-dir "$DATA/sentiment" \
         --out "$W/encoder_sentiment" --augment --max-chars 254 --epochs "${EPOCHS_SENT:-4}" --batch-size 64 \
-        --lr "${LR_SENT:-1.5e-4}" --max-minutes "${MIN_SENT:-2.5}" --float16 --device "$DEVICE" > "$OUT/sentiment.log" 2>&1
+        --lr "${LR_SENT:-1.5e-4}" --max-minutes "${MIN_SENT:-2.5}" --float16 --device "$DEVICE" ${SENT_ARGS:-} \
+        > "$OUT/sentiment.log" 2>&1
     echo "sentiment: exit $?"; grep -vE "step [0-9]+/" "$OUT/sentiment.log" | tail -10; bring_back encoder_sentiment
 fi
 if runs similarity; then

@@ -768,6 +768,27 @@ def test_classifier_fine_tuning_learns_a_toy_rule_and_reports_every_split(tmp_pa
     results = Taskflow("sentiment_analysis", task_path=str(out), return_all_scores=True)(texts)
     np.testing.assert_allclose([r["scores"]["positive"] for r in results], probabilities, atol=TOLERANCE, rtol=0)
 
+    # A second stage (--init) starts from the package's encoder and head, not the bare encoder's ...
+    saved_config = torch.load(tmp_path / "model.pt", weights_only=True)["config"]
+    restored = finetune_classifier.Classifier(recipe_model.EncoderConfig(**{**saved_config, "dropout": 0.0}))
+    finetune_classifier.load_package_weights(restored, out, vocab)
+    np.testing.assert_allclose(finetune_classifier.positive_probability(restored.eval(), inputs, texts), probabilities,
+                               atol=1e-6, rtol=0)
+    with pytest.raises(ValueError, match="vocab.txt"):
+        finetune_classifier.load_package_weights(restored, out, CharVocab([*SPECIAL_TOKENS, *filler, "差", "好"]))
+    # ... and trains statements of fact towards equal probabilities beside the labelled texts: at a
+    # vanishing learning rate it scores what the first stage scored.
+    from taskflow.tasks.sentiment_analysis.augment import fact_sentences
+
+    second = tmp_path / "second"
+    assert finetune_classifier.main(["sentiment", "--encoder", str(tmp_path / "checkpoint.pt"), "--data-dir", str(data),
+                                     "--out", str(second), "--init", str(out), "--augment", "--augment-kinds",
+                                     "no_opinion", "--epochs", "0.2", "--lr", "1e-12", "--batch-size", "16",
+                                     "--max-chars", "100", "--threads", "1"]) == 0
+    staged = json.loads((second / "manifest.json").read_text(encoding="utf-8"))
+    assert staged["training"]["items"] == 360 + len(fact_sentences())
+    assert {s: staged["metrics"][s] for s in splits} == {s: manifest["metrics"][s] for s in splits}
+
 
 @pytest.mark.timeout(300)
 def test_pair_fine_tuning_writes_a_cross_encoder_package_that_taskflow_runs_as_pytorch_scores(tmp_path):

@@ -169,6 +169,9 @@ def test_augmentation_is_deterministic_per_seed():
     ("这件衣服一点线头都没有", "positive"), ("这款沐浴露一点效果都没有", "negative"),
     ("这件外套不值这个价", "negative"), ("买这件外套不亏", "positive"), ("文笔没话说", "positive"),
     ("送餐不靠谱", "negative"), ("找不出一个缺点", "positive"),
+    # ... and without a subject, comparative negators with or without 那么
+    ("一点也不腥", "positive"), ("不太友好", "negative"), ("没想象中那么糟糕", "positive"), ("没想象中拖沓", "positive"),
+    ("没有预想的鲜美", "negative"),
     # contrast: the clause after the connective decides
     ("虽然床稍微有点硬，但是态度十分友好", "positive"), ("米饭蛮香的，但是汤超级腥", "negative"),
     ("虽然版型比较大方，可是真后悔买了", "negative"), ("触屏稍微有点迟钝，但手感超级细腻", "positive"),
@@ -182,9 +185,10 @@ def test_generated_sentences_carry_the_label_a_reader_gives_them(template_senten
 
 @pytest.fixture(scope="module")
 def template_sentences() -> dict[str, str]:
-    from taskflow.tasks.sentiment_analysis.augment import contrast_sentences, negation_sentences, slang_sentences
+    from taskflow.tasks.sentiment_analysis.augment import (bare_negation_sentences, contrast_sentences,
+                                                           negation_sentences, slang_sentences)
 
-    return dict(negation_sentences() + contrast_sentences() + slang_sentences())
+    return dict(negation_sentences() + bare_negation_sentences() + contrast_sentences() + slang_sentences())
 
 
 def test_no_opinion_takes_statements_of_fact_and_real_sentences_without_an_opinion():
@@ -229,10 +233,12 @@ def test_only_the_opt_in_no_opinion_kind_adds_texts_without_a_label():
 
 
 def test_faint_or_ambiguous_negations_are_not_generated():
-    from taskflow.tasks.sentiment_analysis.augment import negation_sentences
+    from taskflow.tasks.sentiment_analysis.augment import bare_negation_sentences, negation_sentences
 
     texts = {t for t, _ in negation_sentences()}
     assert "送餐不太拖拉" not in texts and "外观不难看" not in texts      # lukewarm, not praise
+    bare = {t for t, _ in bare_negation_sentences()}
+    assert "不太拖拉" not in bare and "不难看" not in bare and "不甜" not in bare   # 甜: which aspect?
     assert "大堂不豪华" not in texts                                      # a fact, not a complaint
     assert "送餐不太迅速" in texts                                         # 不太 + praise is a complaint
 
@@ -347,7 +353,8 @@ def test_recipe_with_augmentation_records_it_and_calibrates(tmp_path):
     augmentation = manifest["training"]["augmentation"]
     assert augmentation["kinds"] == ["invariance", "negation", "contrast", "slang"]   # no_opinion is opt-in
     assert augmentation["scale"] == 0.05
-    assert augmentation["by_kind"]["negation"]["template"] == 200      # SIZES["negation"] (4000) x 0.05
+    # SIZES["negation"] (4000) + SIZES["negation_bare"] (600), x 0.05
+    assert augmentation["by_kind"]["negation"]["template"] == 230
     assert manifest["training"]["examples"] == {"real": 144, "generated": augmentation["sentences"]}
     assert manifest["temperature"] > 0
     dev = manifest["calibration"]["figures"]["chnsenticorp_dev"]

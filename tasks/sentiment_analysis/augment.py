@@ -15,7 +15,7 @@ Five kinds (``KINDS``), the first four labelled positive / negative:
   an emoji that agrees with the label, a year or a price added; same label;
 - **negation**: aspect x adjective x negator, with the label the negation gives (汤一点也不腥 is
   praise, 面料不够柔软 a complaint; comparative negators too: 汤没想象中那么鲜美, 房间没有预想中那么
-  潮湿); negation idioms (没话说, 不靠谱); 没有 + a defect or a merit
+  潮湿), and without a subject, as short reviews say it (一点也不腥, 没想象中那么拖沓); negation idioms (没话说, 不靠谱); 没有 + a defect or a merit
   (一点异味都没有, 一点效果都没有); negated verbs (不值这个价, 买这件外套不亏);
 - **contrast**: a mild clause conceded and a strong one of the other polarity after the
   connective (虽然床稍微有点硬，但是态度十分友好), which decides; and two real training sentences of
@@ -51,6 +51,7 @@ from .robustness import (ISSUE_CASES, LABELS, NEGATIVE, POSITIVE, _first_clause_
                          no_opinion_sentences)
 
 __all__ = ["KINDS", "NEUTRAL", "SIZES", "TRAIN_VOCABULARY", "Generated", "generate", "negation_sentences",
+           "bare_negation_sentences",
            "contrast_sentences", "slang_sentences", "fact_sentences", "opinion_free"]
 
 KINDS = ("invariance", "negation", "contrast", "slang", "no_opinion")
@@ -66,6 +67,7 @@ NEUTRAL = "neutral"
 SIZES = {
     "invariance": 0.10,        # share of the training sentences copied with one perturbation
     "negation": 4000,          # templates: about three quarters of the pool
+    "negation_bare": 600,      # templates without a subject (一点也不腥): about three quarters of the pool
     "contrast": 2000,          # templates
     "contrast_real": 2000,     # real sentence + connective + real sentence of the other label
     "slang": 500,              # templates: the whole pool (482 sentences)
@@ -182,6 +184,17 @@ _BARE_NOT_PRAISES = frozenset({"腥", "柴", "刺鼻", "黏腻", "刺耳", "廉�
 # and without them a network reads 没有 + a fault as a fault (没有想象中差 -> negative 0.99).
 # The suite's own form (没有想象中那么) is left out, so its figure says whether these carry over.
 _COMPARATIVE_NEGATORS = ("没想象中那么", "没有想象的那么", "没有预想中那么", "没有传说中那么", "不像宣传的那么")
+
+# Without a subject, as short reviews say it (一点也不腥, 没想象中那么拖沓): only adjectives that keep
+# their polarity whatever they describe (硬 faults a bed and praises nothing here but 高 / 低 / 大 /
+# 甜 depend on the aspect, so they are left out).  Comparative negators also appear without 那么
+# here (没想象中拖沓), the shorter form reviews use as often.
+_CONTEXT_FREE_GOOD = ("舒适", "整洁", "明亮", "齐全", "便利", "友好", "和蔼", "鲜美", "可口", "地道", "准时", "迅速",
+                      "漂亮", "时尚", "细腻", "稳定", "灵敏", "持久", "出色", "清新", "优美", "紧凑", "新颖", "美观")
+_CONTEXT_FREE_BAD = ("破旧", "陈旧", "恶劣", "傲慢", "粗鲁", "寡淡", "腥", "夹生", "拖拉", "迟缓", "难喝", "刺耳",
+                     "糟糕", "土气", "难看", "廉价", "迟钝", "缓慢", "劣质", "臃肿", "干瘪", "刺鼻", "黏腻", "拖沓",
+                     "老套", "幼稚", "平庸", "混乱")
+_BARE_COMPARATIVE_NEGATORS = _COMPARATIVE_NEGATORS + ("没想象中", "没有预想的", "没传说中")
 
 # Negation idioms, after the aspects they fit (米饭不靠谱 is not said).
 _IDIOM_ASPECTS = ("态度", "设施", "送餐", "口味", "性价比", "音质", "信号", "散热", "续航", "面料", "文笔", "情节",
@@ -344,9 +357,11 @@ def generate(texts: Sequence[str], labels: Sequence[str], *, kinds: Iterable[str
     made: list[Generated] = []
     if "invariance" in kinds:
         made += _invariance_copies(real, round(SIZES["invariance"] * scale * len(real)), rng("invariance"))
-    for kind, pool in (("negation", negation_sentences), ("contrast", contrast_sentences), ("slang", slang_sentences)):
+    for kind, part, pool in (("negation", "negation", negation_sentences),
+                             ("negation", "negation_bare", bare_negation_sentences),
+                             ("contrast", "contrast", contrast_sentences), ("slang", "slang", slang_sentences)):
         if kind in kinds:
-            made += [Generated(t, y, kind, "template") for t, y in _balanced(pool(), size(kind), rng(kind))]
+            made += [Generated(t, y, kind, "template") for t, y in _balanced(pool(), size(part), rng(part))]
     if "contrast" in kinds:
         made += _contrast_joins(real, size("contrast_real"), rng("contrast_real"))
     if "slang" in kinds:
@@ -384,6 +399,19 @@ def negation_sentences() -> list[tuple[str, str]]:
             out += [(_ADMITTED.format(c=c), NEGATIVE) for x in aspect.bad for c in _strong(aspect.noun, x, NEGATIVE)]
     out += [(aspect + idiom, label) for aspect, (idiom, label) in product(_IDIOM_ASPECTS, _IDIOMS)]
     out += list(_NEGATION_HANDWRITTEN)
+    return _unique(out)
+
+
+def bare_negation_sentences() -> list[tuple[str, str]]:
+    """Every negation the templates make without a subject (一点也不腥 praise, 不太友好 a complaint,
+    没想象中那么糟糕 praise), ``(text, label)``, in a fixed order."""
+    out = [(negator + x, NEGATIVE) for x, negator in product(
+        (x for x in _CONTEXT_FREE_GOOD if x not in _NEGATION_OF_GOOD_IS_NOT_A_COMPLAINT),
+        _NEGATORS_OF_GOOD + _BARE_COMPARATIVE_NEGATORS)]
+    for x in _CONTEXT_FREE_BAD:
+        negators = ((() if x in _BAD_NOT_NEGATED else _NEGATORS_OF_BAD) + _BARE_COMPARATIVE_NEGATORS
+                    + (("不",) if x in _BARE_NOT_PRAISES else ()))
+        out += [(negator + x, POSITIVE) for negator in negators]
     return _unique(out)
 
 
