@@ -15,8 +15,9 @@ Five kinds (``KINDS``), the first four labelled positive / negative:
   an emoji that agrees with the label, a year or a price added; same label;
 - **negation**: aspect x adjective x negator, with the label the negation gives (汤一点也不腥 is
   praise, 面料不够柔软 a complaint; comparative negators too: 汤没想象中那么鲜美, 房间没有预想中那么
-  潮湿), and without a subject, as short reviews say it (一点也不腥, 没想象中那么拖沓); negation idioms (没话说, 不靠谱); 没有 + a defect or a merit
-  (一点异味都没有, 一点效果都没有); negated verbs (不值这个价, 买这件外套不亏);
+  潮湿), and without a subject, as short reviews say it (一点也不腥, 没想象中那么拖沓); negation
+  idioms (没话说, 不靠谱); 没有 + a defect or a merit (一点异味都没有, 一点效果都没有); negated verbs
+  (不值这个价, 买这件外套不亏);
 - **contrast**: a mild clause conceded and a strong one of the other polarity after the
   connective (虽然床稍微有点硬，但是态度十分友好), which decides; and two real training sentences of
   opposite labels joined by a connective, labelled as the second;
@@ -186,9 +187,9 @@ _BARE_NOT_PRAISES = frozenset({"腥", "柴", "刺鼻", "黏腻", "刺耳", "廉�
 _COMPARATIVE_NEGATORS = ("没想象中那么", "没有想象的那么", "没有预想中那么", "没有传说中那么", "不像宣传的那么")
 
 # Without a subject, as short reviews say it (一点也不腥, 没想象中那么拖沓): only adjectives that keep
-# their polarity whatever they describe (硬 faults a bed and praises nothing here but 高 / 低 / 大 /
-# 甜 depend on the aspect, so they are left out).  Comparative negators also appear without 那么
-# here (没想象中拖沓), the shorter form reviews use as often.
+# their polarity whatever they describe (高 / 低 / 大 / 甜 / 硬 / 薄 depend on the aspect, so they
+# are left out).  Comparative negators also appear without 那么 here (没想象中拖沓), the shorter
+# form reviews use as often.
 _CONTEXT_FREE_GOOD = ("舒适", "整洁", "明亮", "齐全", "便利", "友好", "和蔼", "鲜美", "可口", "地道", "准时", "迅速",
                       "漂亮", "时尚", "细腻", "稳定", "灵敏", "持久", "出色", "清新", "优美", "紧凑", "新颖", "美观")
 _CONTEXT_FREE_BAD = ("破旧", "陈旧", "恶劣", "傲慢", "粗鲁", "寡淡", "腥", "夹生", "拖拉", "迟缓", "难喝", "刺耳",
@@ -307,7 +308,8 @@ _EVALUATIVE = ("好", "差", "坏", "棒", "赞", "烂", "坑", "骗", "垃圾",
 # SUITE_VOCABULARY), so that a test can check that the two share nothing.
 TRAIN_VOCABULARY: dict[str, frozenset[str]] = {
     "aspects": frozenset([a.noun for d in _DOMAINS for a in d.aspects] + list(_IDIOM_ASPECTS)),
-    "adjectives": frozenset(x for d in _DOMAINS for a in d.aspects for x in a.good + a.bad),
+    "adjectives": frozenset([x for d in _DOMAINS for a in d.aspects for x in a.good + a.bad]
+                            + list(_CONTEXT_FREE_GOOD + _CONTEXT_FREE_BAD)),
     "subjects": frozenset([p for d in _DOMAINS for p in d.prefixes if p] + [e for d in _DOMAINS for e in d.entities]
                           + [item for items in _ITEMS.values() for item in items]
                           + [subject for subjects in _FACT_SUBJECTS.values() for subject in subjects]),
