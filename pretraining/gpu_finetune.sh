@@ -29,17 +29,21 @@ fi
 if [ -f "$DATA" ]; then mkdir -p "$W/data" && tar xzf "$DATA" -C "$W/data" && DATA=$W/data; fi
 [ -f "$W/base.pt" ] || $PY -m pretraining.portable unpack "$CHECKPOINT" "$W/base.pt" || exit
 
-bring_back() {   # a package folder in $W: tar, split into 15 MiB pieces, copy out while under 60 MiB
+bring_back() {   # a package folder in $W: tar, split into 15 MiB pieces, copy out while they fit
+    # What a call brings back: 8 files and 64 MiB at most (60 kept, for the logs); a log still to
+    # come keeps its place (logs_left), or it would push a piece out.
     [ -d "$W/$1" ] || return 0
     (cd "$W" && tar cf "$1.tar" "$1" && split -b 15M "$1.tar" "$1.tar.")
     local size=$(( $(stat -c %s "$W/$1.tar") / 1048576 + 1 ))
-    if [ $(( used + size )) -le 60 ]; then
+    local files=$(( $(find "$OUT" -type f | wc -l) + $(ls "$W/$1".tar.?? | wc -l) + logs_left ))
+    if [ $(( used + size )) -le 60 ] && [ "$files" -le 8 ]; then
         cp "$W/$1".tar.?? "$OUT/" && used=$(( used + size )) && echo "brought back: $1 (${size} MiB)"
     else
-        echo "left in $W (over 60 MiB this call): $1"
+        echo "left in $W (over 60 MiB or 8 files this call): $1"
     fi
 }
-runs() { case " $ONLY " in *" $1 "*) return 0;; *) return 1;; esac; }
+runs() { case " $ONLY " in *" $1 "*) logs_left=$(( logs_left - 1 )); return 0;; *) return 1;; esac; }
+logs_left=$(wc -w <<< "$ONLY")   # each run writes one log into $OUT
 
 if runs span; then
     $PY -m pretraining.finetune_span --encoder "$W/base.pt" --train "$DATA/mrc/cmrc2018/train.json" \
