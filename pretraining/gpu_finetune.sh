@@ -10,7 +10,10 @@
 # DATA: a folder (or a .tar.gz of one) holding mrc/cmrc2018/{train,trial,dev}.json,
 # sentiment/<set>/{train,dev,test}.tsv and matching/<set>/*.tsv, as ../shared/data does.
 # WHEELS: wheels to install first (OpenCC: the encoder's normalisation starts with t2s).
-# ONLY: the runs to do, of "span sentiment similarity" (default all).  Each run's epochs, learning
+# ONLY: the runs to do, of "pretrain span sentiment similarity" (default the three fine-tunings).
+# pretrain resumes CHECKPOINT on CORPUS (corpus parts, .txt.gz) up to step STEPS within MIN_PRETRAIN
+# minutes, packs it (portable.py) and brings it back first; the fine-tunings after it start from it.
+# Each run's epochs, learning
 # rate and time guard: EPOCHS_*, LR_*, MIN_* (see below); the defaults are the runs of 2026-11-27
 # (pretraining/README.md, "GPU runs"; similarity stopped by its 2.2-minute guard then).
 # SENT_ARGS: more options for the sentiment run, e.g. statements of fact trained towards equal
@@ -45,6 +48,15 @@ bring_back() {   # a package folder in $W: tar, split into 15 MiB pieces, copy o
 runs() { case " $ONLY " in *" $1 "*) logs_left=$(( logs_left - 1 )); return 0;; *) return 1;; esac; }
 logs_left=$(wc -w <<< "$ONLY")   # each run writes one log into $OUT
 
+if runs pretrain; then
+    mkdir -p "$W/pretrain" && cp "$W/base.pt" "$W/pretrain/checkpoint.pt"
+    $PY -m pretraining.pretrain --resume "$W/pretrain/checkpoint.pt" --corpus ${CORPUS:?set CORPUS, the parts to pretrain on} \
+        --total-steps "${STEPS:?set STEPS, the step to pretrain to}" --rewarm-steps 300 --max-minutes "${MIN_PRETRAIN:-3.4}" \
+        --save-minutes 3 --log-every 500 --device "$DEVICE" > "$OUT/pretrain.log" 2>&1
+    echo "pretrain: exit $?"; grep -E "saved|step [0-9]+ " "$OUT/pretrain.log" | tail -2
+    rm -rf "$W/mlm" && $PY -m pretraining.portable pack "$W/pretrain/checkpoint.pt" "$W/mlm" | tail -1 &&
+        cp "$W/pretrain/checkpoint.pt" "$W/base.pt" && bring_back mlm
+fi
 if runs span; then
     $PY -m pretraining.finetune_span --encoder "$W/base.pt" --train "$DATA/mrc/cmrc2018/train.json" \
         --select "$DATA/mrc/cmrc2018/trial.json" --report "$DATA/mrc/cmrc2018/dev.json" --out "$W/mrc_span" \
