@@ -28,7 +28,8 @@ if [ -n "${WHEELS:-}" ]; then
     $PY -m pip install -q --no-index --no-deps --no-compile --target /tmp/site $WHEELS || exit
     export PYTHONPATH=/tmp/site
 fi
-[ -e taskflow/tasks ] || ln -s ../tasks taskflow/tasks
+# Only where taskflow is not installed (the bare GPU machine): a link stands in for the package mapping.
+$PY -c "import taskflow.tasks" 2>/dev/null || [ -e taskflow/tasks ] || ln -s ../tasks taskflow/tasks
 if [ -f "$DATA" ]; then mkdir -p "$W/data" && tar xzf "$DATA" -C "$W/data" && DATA=$W/data; fi
 [ -f "$W/base.pt" ] || $PY -m pretraining.portable unpack "$CHECKPOINT" "$W/base.pt" || exit
 

@@ -13,9 +13,12 @@ import gzip
 import io
 import itertools
 import json
+import os
 import random
 import shutil
+import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -823,3 +826,44 @@ def test_pair_fine_tuning_writes_a_cross_encoder_package_that_taskflow_runs_as_p
     expected = finetune_classifier.positive_probability(model, inputs, pairs)
     results = Taskflow("text_similarity", task_path=str(out))(pairs)
     np.testing.assert_allclose([r["similarity"] for r in results], expected, atol=TOLERANCE, rtol=0)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_gpu_script_pretrains_packs_and_brings_the_checkpoint_back_within_eight_files(tmp_path):
+    """pretraining/gpu_finetune.sh with ONLY=pretrain, on the CPU: the resumed checkpoint reaches STEPS
+    and comes back as tar pieces that unpack to it; a piece that would make a ninth file stays behind
+    (a call brings back 8 files: the fourth lease lost a checkpoint to that count)."""
+    torch = pytest.importorskip("torch")
+    portable, pretrain, vocab_recipe = (_import_recipe()[i] for i in (2, 3, 4))
+    corpus = [str(p) for p in _write_corpus(tmp_path)]
+    vocab_recipe.main(["--corpus", *corpus, "--out", str(tmp_path / "vocab.txt"), "--size", "400", "--min-count", "1"])
+    assert pretrain.main(["--corpus", *corpus, "--vocab", str(tmp_path / "vocab.txt"), "--out", str(tmp_path / "run"),
+                          "--layers", "1", "--hidden", "32", "--heads", "4", "--ffn", "64", "--max-len", "40",
+                          "--seq-len", "32", "--batch-size", "8", "--warmup-steps", "2", "--total-steps", "4",
+                          "--threads", "1", "--heldout", "8"]) == 0
+    portable.pack(tmp_path / "run" / "checkpoint.pt", tmp_path / "packed")
+
+    def run_script(out: Path, work: Path) -> str:
+        env = {**os.environ, "OUT": str(out), "W": str(work), "PY": sys.executable, "ONLY": "pretrain",
+               "CHECKPOINT": str(tmp_path / "packed"), "CORPUS": " ".join(corpus), "STEPS": "6",
+               "DEVICE": "cpu", "DATA": str(tmp_path / "no_data"), "PYTHONPATH": str(ROOT)}
+        done = subprocess.run(["bash", "pretraining/gpu_finetune.sh"], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=240)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    out = tmp_path / "out"
+    assert "brought back: mlm" in run_script(out, tmp_path / "w1")
+    assert sorted(p.name for p in out.iterdir()) == ["mlm.tar.aa", "pretrain.log"]
+    with tarfile.open(fileobj=io.BytesIO((out / "mlm.tar.aa").read_bytes())) as tar:
+        tar.extractall(tmp_path / "back", filter="data")
+    portable.unpack(tmp_path / "back" / "mlm", tmp_path / "back" / "checkpoint.pt")
+    assert torch.load(tmp_path / "back" / "checkpoint.pt", weights_only=False)["step"] == 6
+
+    full = tmp_path / "full"
+    full.mkdir()
+    for i in range(7):   # with the run's own log, eight files are there before the piece
+        (full / f"earlier.{i}").write_text("x")
+    assert "left in" in run_script(full, tmp_path / "w2")
+    assert not list(full.glob("mlm.tar.*"))
