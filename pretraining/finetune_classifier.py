@@ -151,8 +151,11 @@ def sentiment_data(args) -> tuple[list, dict]:
         texts += t
         labels += y
     if args.augment:
-        statements = read_statements(args.neutral_text, SIZES["no_opinion_real"]) if args.neutral_text else []
-        made, made_labels, _ = augmented(texts, labels, args.augment_kinds, seed=0, scale=1.0, statements=statements)
+        # As the char recipe reads them: the opinion-free real sentences scale with the rest.
+        statements = (read_statements(args.neutral_text, round(SIZES["no_opinion_real"] * args.augment_scale))
+                      if args.neutral_text else [])
+        made, made_labels, _ = augmented(texts, labels, args.augment_kinds, seed=0, scale=args.augment_scale,
+                                         statements=statements)
         neutral = sum(y < 0 for y in made_labels)
         log(f"augmentation: {len(made)} sentences ({', '.join(args.augment_kinds)}; {neutral} without an opinion, "
             "trained towards equal probabilities)")
@@ -194,6 +197,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--augment", action="store_true", help="sentiment: add augment.py's sentences")
     parser.add_argument("--augment-kinds", help="sentiment: which kinds, comma-separated (default: the char CNN "
                                                 "recipe's DEFAULT_AUGMENT; add no_opinion for statements of fact)")
+    parser.add_argument("--augment-scale", type=float, default=1.0,
+                        help="sentiment: how many of augment.py's sentences, as a share of its SIZES (the char "
+                             "recipe's --augment-scale; below 1 the reviews weigh more)")
     parser.add_argument("--neutral-text", nargs="*", default=[],
                         help="sentiment, no_opinion: files of real sentences without an opinion (as the char recipe's)")
     parser.add_argument("--neutral-weight", type=float, default=0.5,
@@ -218,6 +224,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if (args.augment_kinds or args.neutral_text) and not (args.augment and args.task == "sentiment"):
         parser.error("--augment-kinds and --neutral-text choose what sentiment's --augment adds: give --augment")
+    if args.augment_scale != 1.0 and not (args.augment and args.task == "sentiment"):
+        parser.error("--augment-scale sizes what sentiment's --augment adds: give --augment")
+    if args.augment_scale <= 0:
+        parser.error("--augment-scale must be above 0 (leave out --augment for none)")
     if args.neutral_text and "no_opinion" not in (args.augment_kinds or "").split(","):
         parser.error("--neutral-text feeds the no_opinion augmentation kind: add it to --augment-kinds")
     from taskflow.tasks.sentiment_analysis.train import DEFAULT_AUGMENT
@@ -348,7 +358,7 @@ def main(argv=None) -> int:
                         else {}),
                      **({"init": {"package": args.init.name, "name": init["name"], "version": init["version"]}}
                         if args.init else {}),
-                     "items": len(train), "augment": args.augment_kinds, "hard_negatives": args.hard_negatives,
+                     "items": len(train), "augment": args.augment_kinds, "augment_scale": args.augment_scale, "hard_negatives": args.hard_negatives,
                      "optimizer": {"name": "AdamW", "lr": args.lr, "warmup": warmup, "schedule": "linear decay",
                                    "batch_size": args.batch_size, "seed": args.seed},
                      "steps": step, "epochs": round(step / len(batches), 2), "minutes": round(train_minutes, 1),

@@ -793,6 +793,36 @@ def test_classifier_fine_tuning_learns_a_toy_rule_and_reports_every_split(tmp_pa
     assert {s: staged["metrics"][s] for s in splits} == {s: manifest["metrics"][s] for s in splits}
 
 
+def test_sentiment_augmentation_is_sized_by_augment_scale_as_the_char_recipe_sizes_it(tmp_path):
+    pytest.importorskip("torch")
+    finetune_classifier = _classifier_recipe()[0]
+    from taskflow.tasks.sentiment_analysis.train import augmented, read_statements
+
+    data = tmp_path / "sentiment"
+    reviews = [(1, "这家店的服务很好，菜也好吃"), (0, "房间太小了，隔音也差"), (1, "物流很快，质量不错"), (0, "味道一般，价格偏贵")]
+    for name in ("chnsenticorp", "online_shopping_10_cats", "waimai_10k"):
+        for split in ("train", "dev", "test"):
+            _write_tsv(data / name / f"{split}.tsv", ["label", "text"], reviews * 5)
+    statements = tmp_path / "questions.tsv"
+    _write_tsv(statements, ["text_a", "text_b", "label"],
+               [(f"花呗第{i}期怎么还款", f"借呗额度{i}元怎么提升", 0) for i in range(40)])
+
+    def made(*options):
+        args = finetune_classifier.parse_args(["sentiment", "--encoder", "x", "--data-dir", str(data), "--out",
+                                               str(tmp_path / "out"), "--augment", *options])
+        return len(finetune_classifier.sentiment_data(args)[0]) - 60
+
+    kinds = "negation,contrast,slang,no_opinion"
+    whole, half = (made("--augment-kinds", kinds, "--neutral-text", str(statements), "--augment-scale", scale)
+                   for scale in ("1", "0.5"))
+    assert 0 < half < whole
+    texts, labels = [t for _, t in reviews * 15], [y for y, _ in reviews * 15]
+    assert half == len(augmented(texts, labels, kinds.split(","), seed=0, scale=0.5,
+                                 statements=read_statements([statements], 1500))[0])
+    with pytest.raises(SystemExit):
+        made("--augment-scale", "0")
+
+
 @pytest.mark.timeout(300)
 def test_pair_fine_tuning_writes_a_cross_encoder_package_that_taskflow_runs_as_pytorch_scores(tmp_path):
     torch = pytest.importorskip("torch")
