@@ -358,7 +358,8 @@ def main(argv=None) -> int:
                         else {}),
                      **({"init": {"package": args.init.name, "name": init["name"], "version": init["version"]}}
                         if args.init else {}),
-                     "items": len(train), "augment": args.augment_kinds, "augment_scale": args.augment_scale, "hard_negatives": args.hard_negatives,
+                     "items": len(train), "augment": args.augment_kinds, "augment_scale": args.augment_scale,
+                     "hard_negatives": args.hard_negatives,
                      "optimizer": {"name": "AdamW", "lr": args.lr, "warmup": warmup, "schedule": "linear decay",
                                    "batch_size": args.batch_size, "seed": args.seed},
                      "steps": step, "epochs": round(step / len(batches), 2), "minutes": round(train_minutes, 1),
