@@ -220,6 +220,59 @@ def test_no_opinion_sentences_train_towards_equal_probabilities():
     assert grid[loss.argmin()] == pytest.approx(0.5)
 
 
+def test_teacher_labelled_texts_train_towards_the_teachers_probabilities():
+    import numpy as np
+
+    from taskflow.tasks.sentiment_analysis.train import TEACHER_LABEL, targets
+
+    weights = targets(np.array([1, TEACHER_LABEL, -1]), 0.5, np.array([np.nan, 0.8, np.nan]), teacher_weight=2.0)
+    assert np.allclose(weights, [[0, 1], [0.4, 1.6], [0.25, 0.25]])
+    grid = np.linspace(0.01, 0.99, 99)
+    loss = -(weights[1] * np.log(np.stack([1 - grid, grid], axis=1))).sum(axis=1)
+    assert grid[loss.argmin()] == pytest.approx(0.8)
+
+
+def test_teacher_reads_corpus_lines_and_the_recipe_learns_its_labels(tmp_path):
+    """teacher.py: a package reads the units of unlabelled files (keyword lines and short lines
+    skipped, a long line cut into groups of sentences, repeats read once) and writes its
+    probabilities; the recipe trains on them and records them; a broken file is named by line."""
+    from taskflow.tasks.sentiment_analysis.teacher import GROUP_CHARS, main as teach
+    from taskflow.tasks.sentiment_analysis.train import main as train
+
+    data = _tiny_sentiment_data(tmp_path / "data")
+    assert train(["--data-dir", str(data), "--out", str(tmp_path / "teacher"), "--augment", "none",
+                  "--skip-calibration", *TINY_NETWORK]) == 0
+    long_line = "这家店的菜很好吃。" * 20
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(["山东队,CBA,劳森,新疆队", "好", "虽然贵了点，不过看的感觉还是很好", long_line,
+                                  "服务态度太差了，再也不来"]) + "\n", encoding="utf-8")
+    other = tmp_path / "other.txt"
+    other.write_text("服务态度太差了，再也不来\n", encoding="utf-8")
+    out = tmp_path / "teacher.tsv"
+    assert teach(["--task-path", str(tmp_path / "teacher"), "--text", str(corpus), str(other),
+                  "--per-file", "100", "--out", str(out)]) == 0
+    rows = [line.split("\t") for line in out.read_text(encoding="utf-8").splitlines()]
+    assert rows[0] == ["text", "positive", "source"]
+    texts = [r[0] for r in rows[1:]]
+    assert texts[0] == "虽然贵了点，不过看的感觉还是很好" and texts.count("服务态度太差了，再也不来") == 1
+    pieces = [t for t in texts if t.startswith("这家店")]
+    assert len(pieces) == 2 and "".join(pieces) == long_line and max(map(len, pieces)) <= GROUP_CHARS
+    assert all(0.0 <= float(r[1]) <= 1.0 for r in rows[1:])
+    about = json.loads((tmp_path / "teacher.tsv.json").read_text(encoding="utf-8"))
+    assert about["units"] == len(texts) == 4 and about["files"]["other.txt"] == {"units": 1, "taken": 1}
+
+    assert train(["--data-dir", str(data), "--out", str(tmp_path / "student"), "--augment", "none",
+                  "--teacher-labels", str(out), "--teacher-weight", "0.5", "--skip-calibration", *TINY_NETWORK]) == 0
+    training = Manifest.load(tmp_path / "student" / "manifest.json")["training"]
+    assert training["examples"] == {"real": 144, "generated": 0, "teacher": 4}
+    record = training["teacher_labels"]
+    assert record["weight"] == 0.5 and record["files"][0]["units"] == 4 and record["files"][0]["teacher"]["name"]
+
+    out.write_text("text\tpositive\n好吃\t0.9\n难吃\t1.7\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="line 3"):
+        train(["--data-dir", str(data), "--out", str(tmp_path / "bad"), "--teacher-labels", str(out), *TINY_NETWORK])
+
+
 def test_only_the_opt_in_no_opinion_kind_adds_texts_without_a_label():
     """What other trainers reuse (pretraining/finetune_classifier.py takes DEFAULT_AUGMENT): the
     default kinds give labels 0 / 1 only; no_opinion's texts carry -1, the recipe's "equal halves"."""
@@ -355,7 +408,7 @@ def test_recipe_with_augmentation_records_it_and_calibrates(tmp_path):
     assert augmentation["scale"] == 0.05
     # SIZES["negation"] (4000) + SIZES["negation_bare"] (600), x 0.05
     assert augmentation["by_kind"]["negation"]["template"] == 230
-    assert manifest["training"]["examples"] == {"real": 144, "generated": augmentation["sentences"]}
+    assert manifest["training"]["examples"] == {"real": 144, "generated": augmentation["sentences"], "teacher": 0}
     assert manifest["temperature"] > 0
     dev = manifest["calibration"]["figures"]["chnsenticorp_dev"]
     assert dev["nll"][1] <= dev["nll"][0]          # fitted on dev: it cannot get worse there

@@ -32,6 +32,10 @@ opinion from FILE (e.g. the customer-service questions of BQ and AFQMC train).  
 vocabulary is disjoint from the robustness suite's, so the suite stays a fair
 dev measure.  The manifest records what was generated.
 
+``--teacher-labels FILE`` adds unlabelled text with a stronger model's probabilities
+(teacher.py writes the file): both stages learn them as soft targets, weighted
+``--teacher-weight`` (knowledge distillation; README, "Teacher labels").
+
 Then the scores are calibrated: a temperature T (probabilities become
 softmax(log p / T)) is fitted on ChnSentiCorp dev by minimising the negative
 log-likelihood, and stored in the manifest (``temperature``), which the task
@@ -60,6 +64,7 @@ ChnSentiCorp is) gives the labels negative/positive.  See
 from __future__ import annotations
 
 import csv
+import json
 import sys
 import time
 from collections import Counter
@@ -130,6 +135,11 @@ def parse_args(argv):
                         "too) or TSV files with a header, whose text_a / text_b / text columns are read")
     p.add_argument("--neutral-weight", type=float, default=0.5,
                    help="weight of a no_opinion sentence's loss (cross-entropy to equal probabilities; default 0.5)")
+    p.add_argument("--teacher-labels", nargs="+", default=[], metavar="FILE",
+                   help="unlabelled text with a teacher's probabilities (python -m "
+                        "taskflow.tasks.sentiment_analysis.teacher): both stages also learn them as soft targets")
+    p.add_argument("--teacher-weight", type=float, default=1.0,
+                   help="weight of a teacher-labelled text's loss (cross-entropy to the teacher's probabilities)")
     p.add_argument("--skip-calibration", action="store_true", help="do not fit a temperature on dev after training")
     p.add_argument("--ensemble-weights", metavar="PACKAGE",
                    help="no training: choose the ensemble_weights of this package with an ensemble on the dev splits "
@@ -156,10 +166,19 @@ def parse_args(argv):
         p.error(f"--neutral-weight must be >= 0, got {args.neutral_weight}")
     if args.neutral_text and "no_opinion" not in kinds:
         p.error("--neutral-text feeds the no_opinion augmentation kind, which --augment leaves out")
+    if args.teacher_weight < 0:
+        p.error(f"--teacher-weight must be >= 0, got {args.teacher_weight}")
+    if args.teacher_labels and (args.train or args.deep_init):
+        p.error("--teacher-labels adds to a --data-dir run's training: not with --train or --deep-init")
     if args.augment_scale < 0:
         p.error(f"--augment-scale must be >= 0, got {args.augment_scale}")
     args.augment_kinds = kinds
     return args
+
+
+# Labels of training rows that are not a gold label: a no_opinion sentence (trained towards equal
+# probabilities) and a teacher-labelled text (trained towards the teacher's probabilities).
+NEUTRAL_LABEL, TEACHER_LABEL = -1, -2
 
 
 def sentiment_labels(found: list[str]) -> list[str]:
@@ -232,15 +251,52 @@ def _init_scale(layer) -> float:
     return float(np.sqrt(3.0) * layer.weight.numpy().std())
 
 
-def targets(labels: np.ndarray, neutral_weight: float) -> np.ndarray:
+def targets(labels: np.ndarray, neutral_weight: float, teacher: np.ndarray | None = None,
+            teacher_weight: float = 1.0) -> np.ndarray:
     """Per text, the weights of -log p(negative), -log p(positive) in its loss: the gold label's
-    one-hot, or, for a no_opinion sentence (label -1), ``neutral_weight`` times equal halves (the
-    cross-entropy to the uniform distribution, least where both probabilities are 0.5)."""
+    one-hot; for a no_opinion sentence (label -1), ``neutral_weight`` times equal halves (the
+    cross-entropy to the uniform distribution, least where both probabilities are 0.5); for a
+    teacher-labelled text (label -2), ``teacher_weight`` times the teacher's probabilities (its
+    ``teacher`` entry is p(positive); the cross-entropy to them, least where the model agrees)."""
     out = np.zeros((len(labels), 2), dtype="float32")
     known = labels >= 0
     out[np.flatnonzero(known), labels[known]] = 1.0
-    out[~known] = neutral_weight / 2
+    out[labels == NEUTRAL_LABEL] = neutral_weight / 2
+    taught = labels == TEACHER_LABEL
+    if taught.any():
+        positive = np.asarray(teacher, dtype="float32")[taught]
+        out[taught] = teacher_weight * np.stack([1.0 - positive, positive], axis=1)
     return out
+
+
+def read_teacher_labels(paths: list[str]) -> tuple[list[str], list[float], list[dict]]:
+    """The units and the teacher's p(positive) of each ``teacher.py`` TSV, and what the manifest
+    records of them (the teacher package, from the ``.json`` beside each file when there is one)."""
+    texts, positive, record = [], [], []
+    for path in paths:
+        with open(path, encoding="utf-8", newline="") as handle:
+            rows = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+            if not {"text", "positive"} <= set(rows.fieldnames or ()):
+                raise ValueError(f"{path}: a --teacher-labels file needs text and positive columns "
+                                 f"(teacher.py writes them); its header: {rows.fieldnames}")
+            count = 0
+            for line, row in enumerate(rows, start=2):
+                try:
+                    q = float(row["positive"])
+                except (TypeError, ValueError):
+                    q = float("nan")
+                if not 0.0 <= q <= 1.0 or not row["text"]:
+                    raise ValueError(f"{path}, line {line}: needs a text and a probability in [0, 1] under "
+                                     f"positive, got {row['text']!r} and {row['positive']!r}")
+                texts.append(row["text"])
+                positive.append(q)
+                count += 1
+        sidecar = Path(str(path) + ".json")
+        about = json.loads(sidecar.read_text(encoding="utf-8")) if sidecar.is_file() else {}
+        record.append({"file": portable_path(path), "units": count, "teacher": about.get("teacher"),
+                       "positive_share": about.get("positive_share"), "sources": about.get("files")})
+        log(f"{path}: {count} teacher-labelled units")
+    return texts, positive, record
 
 
 def read_statements(paths: list[str], total: int) -> list[str]:
@@ -275,7 +331,7 @@ def read_statements(paths: list[str], total: int) -> list[str]:
     return out
 
 
-def train_deep(net, chars: Chars, train_ids, train_y, rows: list[int], dev, args, rng) -> list[dict]:
+def train_deep(net, chars: Chars, train_ids, train_t, rows: list[int], dev, args, rng) -> list[dict]:
     """Stage 1: the CNN + n-gram bag, AdamW, warm-up then linear decay; keeps the best epoch on dev."""
     import paddle
 
@@ -288,7 +344,7 @@ def train_deep(net, chars: Chars, train_ids, train_y, rows: list[int], dev, args
 
     def loss_of(batch):
         probs = net.deep_probs(paddle.to_tensor(chars.pad([crop(train_ids[i]) for i in batch])))
-        weights = paddle.to_tensor(targets(train_y[batch], args.neutral_weight))
+        weights = paddle.to_tensor(train_t[batch])
         return -(weights * paddle.log(paddle.clip(probs, 1e-7, 1.0))).sum(axis=1).mean()
 
     lengths = [min(len(ids), args.max_len) for ids in train_ids]
@@ -302,7 +358,7 @@ def train_deep(net, chars: Chars, train_ids, train_y, rows: list[int], dev, args
     return run.history
 
 
-def train_wide(net, chars: Chars, train_ids, train_y, dev, args, rng) -> tuple[list[dict], float]:
+def train_wide(net, chars: Chars, train_ids, train_t, dev, args, rng) -> tuple[list[dict], float]:
     """Stage 2: the linear hashed n-gram model on its own (Adam, linear decay); then the
     ``deep_weight`` that mixes the two best on dev.  Returns the history and that weight."""
     import paddle
@@ -323,7 +379,7 @@ def train_wide(net, chars: Chars, train_ids, train_y, dev, args, rng) -> tuple[l
 
     def loss_of(batch):
         logits = net.wide_logits(paddle.to_tensor(chars.pad([wide_rows[i] for i in batch])))
-        weights = paddle.to_tensor(targets(train_y[batch], args.neutral_weight))
+        weights = paddle.to_tensor(train_t[batch])
         return -(weights * F.log_softmax(logits, axis=-1)).sum(axis=1).mean()
 
     batch_size, lengths = 128, [len(row) for row in wide_rows]
@@ -338,7 +394,7 @@ def train_wide(net, chars: Chars, train_ids, train_y, dev, args, rng) -> tuple[l
 def augmented(texts: list[str], labels: list[int], kinds: list[str], *, seed: int, scale: float,
               statements: list[str] = ()) -> tuple[list[str], list[int], dict | None]:
     """Sentences generated from the training sentences (augment.py), their labels (0/1, as the
-    TSV files', and -1 for no_opinion), and what the manifest records of them (None when
+    TSV files', and NEUTRAL_LABEL for no_opinion), and what the manifest records of them (None when
     ``kinds`` is empty)."""
     if not kinds:
         return [], [], None
@@ -352,7 +408,8 @@ def augmented(texts: list[str], labels: list[int], kinds: list[str], *, seed: in
         "held_out": "templates use augment.TRAIN_VOCABULARY, which shares no word or frame with the robustness "
                     "suite's SUITE_VOCABULARY; no generated sentence is a suite sentence; slang words are shared",
     }
-    return [g.text for g in made], [-1 if g.label == NEUTRAL else LABELS.index(g.label) for g in made], record
+    made_labels = [NEUTRAL_LABEL if g.label == NEUTRAL else LABELS.index(g.label) for g in made]
+    return [g.text for g in made], made_labels, record
 
 
 def main(argv=None) -> int:
@@ -395,6 +452,9 @@ def main(argv=None) -> int:
     texts, labels = texts + extra_texts, labels + extra_labels
     if augmentation:
         log(f"{real_rows} training sentences and {len(extra_texts)} generated: {augmentation['by_kind']}")
+    taught_texts, taught_positive, taught = read_teacher_labels(args.teacher_labels)
+    teacher = [float("nan")] * len(texts) + taught_positive
+    texts, labels = texts + taught_texts, labels + [TEACHER_LABEL] * len(taught_texts)
     dev = read_tsv(data.joinpath(*DEV))
     if args.deep_init:
         vocab = Path(args.deep_init, "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
@@ -405,14 +465,14 @@ def main(argv=None) -> int:
     architecture = network_architecture(args, vocab, 2, args.wide_buckets)
     net = SentimentNet(**architecture)
     train_ids = [chars.encode(t)[: 100_000] for t in texts]
-    train_y = np.array(labels, dtype="int64")
+    train_t = targets(np.array(labels, dtype="int64"), args.neutral_weight, np.array(teacher), args.teacher_weight)
     pretrained = start_from_vectors(net, args.vectors, vocab, args.seed) if args.vectors else None
     if args.deep_init:
         history = {"deep": load_deep(net, args.deep_init)}
     else:
         rows = list(range(len(train_ids))) + list(range(chn_rows)) * (args.chn_weight - 1)
-        history = {"deep": train_deep(net, chars, train_ids, train_y, rows, dev, args, rng)}
-    history["wide"], net.deep_weight = train_wide(net, chars, train_ids, train_y, dev, args, rng)
+        history = {"deep": train_deep(net, chars, train_ids, train_t, rows, dev, args, rng)}
+    history["wide"], net.deep_weight = train_wide(net, chars, train_ids, train_t, dev, args, rng)
     architecture["deep_weight"] = net.deep_weight
 
     with PackageDraft(args, "sentiment_analysis", started=started) as draft:
@@ -429,8 +489,10 @@ def main(argv=None) -> int:
             "normalization": list(NORMALIZATION),
             "training": {
                 "train_files": [f"{s}/train.tsv" for s in sets],
-                "examples": {"real": real_rows, "generated": len(extra_texts)},
+                "examples": {"real": real_rows, "generated": len(extra_texts), "teacher": len(taught_texts)},
                 "augmentation": augmentation,
+                **({"teacher_labels": {"weight": args.teacher_weight, "files": taught,
+                                       "target": "the teacher's probabilities (cross-entropy)"}} if taught else {}),
                 **({"pretrained_embeddings": pretrained} if pretrained else {}),
                 "selection": "ChnSentiCorp dev: deep epoch, wide epoch and deep_weight",
                 "chn_weight": args.chn_weight, "epochs": args.epochs, "wide_epochs": args.wide_epochs,
