@@ -29,7 +29,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
-from urllib.parse import quote, unquote, urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from .errors import (
     ChecksumError,
@@ -132,22 +132,48 @@ def is_offline(offline: bool | None = None) -> bool:
 
 def endpoint() -> str | None:
     """Base URL of the static file server that hosts model packages (as set: it may carry a
-    user and password, which :func:`redact` strips from anything shown)."""
-    value = os.environ.get("PPNLP_ENDPOINT", "").strip()
-    return value.rstrip("/") or None
+    user and password, which :func:`redact` strips from anything shown), checked: an address
+    that is not ``http(s)://host[:port]/...`` is a :class:`DownloadError` saying why."""
+    value = os.environ.get("PPNLP_ENDPOINT", "").strip().rstrip("/")
+    if not value:
+        return None
+    try:
+        parts = urlsplit(value)
+        port_ok = parts.port != 0   # reading .port raises for a port that is not 0 to 65535
+        problem = None
+    except ValueError as exc:
+        problem = "its port is not a number from 1 to 65535" if "Port" in str(exc) else f"it cannot be parsed ({exc})"
+    if problem is None:
+        if "://" not in value or parts.scheme not in ("http", "https"):
+            problem = ("the scheme must be http:// or https://"
+                       + (f", not {parts.scheme}://" if "://" in value and parts.scheme else ""))
+        elif not parts.hostname:
+            problem = "it names no host"
+        elif not port_ok:
+            problem = "its port is not a number from 1 to 65535"
+    if problem:
+        shown = redact(value)
+        raise DownloadError(f"PPNLP_ENDPOINT {shown!r} is not a usable address: {_scrub(problem, value)}; set it to "
+                            "the base URL of a server laid out by `taskflow pack`, e.g. https://models.example.com/taskflow",
+                            url=shown)
+    return value
+
+
+def _userinfo(url: str) -> str:
+    """The ``user:password`` of ``url`` ('' if none), found without parsing it (it may not parse)."""
+    netloc = re.split(r"[/?#]", url.split("://", 1)[-1], maxsplit=1)[0]
+    return netloc.rpartition("@")[0]
 
 
 def redact(url: str) -> str:
     """``url`` without the ``user:password@`` part, for messages and logs."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    userinfo = _userinfo(url)
+    return url.replace(userinfo + "@", "", 1) if userinfo else url
 
 
 def _scrub(text: str, url: str) -> str:
     """``text`` (an error message that may quote ``url``) with ``url``'s credentials removed."""
-    userinfo = urlsplit(url).netloc.rpartition("@")[0]
+    userinfo = _userinfo(url)
     if not userinfo:
         return text
     text = text.replace(url, redact(url)).replace(userinfo + "@", "")
@@ -696,6 +722,10 @@ def _stream_with_retries(session, url, tmp: Path, size, bar, retries, backoff, t
             raise
         except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
             last_error = DownloadError(f"GET {shown} failed: {_scrub(str(exc), url)}", url=shown)
+        except requests.RequestException as exc:
+            # Not worth a retry (a redirect loop, a body that is not its Content-Encoding, a URL requests
+            # refuses); "from None": requests' own exception quotes the URL with its credentials.
+            raise DownloadError(f"GET {shown} failed: {_scrub(str(exc), url)}", url=shown) from None
     raise DownloadError(
         f"giving up on {shown} after {retries + 1} attempts: {last_error}",
         url=shown, status=getattr(last_error, "status", None),

@@ -14,6 +14,7 @@ import json
 import os
 import random
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -68,6 +69,7 @@ class FileServer:
         self.redirect: dict[str, str] = {}  # path -> URL to answer 302 with
         self.endless: dict[str, int] = {}  # path -> bytes to stream without a Content-Length, then close
         self.sent: dict[str, int] = {}  # path -> bytes of an endless answer written before the client hung up
+        self.false_gzip: set[str] = set()  # paths answered with Content-Encoding: gzip and a body that is not
         self.lock = threading.Lock()
 
     def put(self, path: str, data: bytes) -> str:
@@ -119,6 +121,8 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self.send_response(200)
         self.send_header("Content-Length", str(len(body) - start))
+        if path in script.false_gzip:
+            self.send_header("Content-Encoding", "gzip")
         self.end_headers()
         body = body[start:]
         if path in script.drop and nth <= script.drop[path][1]:
@@ -959,3 +963,57 @@ def test_write_package_checks_file_names_before_writing(tmp_path, name):
         write_package(tmp_path / "out" / "pkg", {"task": TASK, "name": MODEL, "version": VERSION},
                       {"w.bin": tmp_path / "w.bin", name: tmp_path / "w.bin"})
     assert files_under(tmp_path / "out") == []
+
+
+# ------------------------------------------------ downloads: every failure is a DownloadError
+
+@pytest.mark.network
+@pytest.mark.parametrize("fault", ["redirect-loop", "false-gzip"])
+def test_any_failure_of_requests_is_a_download_error_without_credentials(server, tmp_path, fault):
+    """A redirect loop and a gzip body that is not gzip gave requests' own TooManyRedirects and
+    ContentDecodingError."""
+    data = payload(3000)
+    server.put("w.bin", data)
+    if fault == "redirect-loop":
+        server.redirect["/w.bin"] = f"{server.url}/w.bin"
+    else:
+        server.false_gzip.add("/w.bin")
+    url = f"{server.url}/w.bin".replace("http://", f"http://alice:{SECRET}@")
+    with pytest.raises(DownloadError, match=r"GET http://127\.0\.0\.1:\d+/w\.bin failed: ") as info:
+        download_file(url, tmp_path / "dl" / "w.bin", sha256=sha256(data), size=len(data), backoff=0, progress=False)
+    assert SECRET not in str(info.value) and "alice" not in str(info.value) and SECRET not in info.value.url
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+    assert files_under(tmp_path / "dl") == []
+
+
+BAD_ENDPOINTS = {
+    "no-scheme": (f"alice:{SECRET}@127.0.0.1:8000/models", "the scheme must be http:// or https://"),
+    "ftp": (f"ftp://alice:{SECRET}@127.0.0.1/models", "the scheme must be http:// or https://, not ftp://"),
+    "port": (f"http://alice:{SECRET}@127.0.0.1:99999/models", "its port is not a number from 1 to 65535"),
+    "ipv6": (f"http://alice:{SECRET}@[::1/models", "it cannot be parsed"),
+    "no-host": (f"https://alice:{SECRET}@/models", "it names no host"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_ENDPOINTS))
+def test_a_mistyped_endpoint_is_one_clear_error_without_its_password(
+        pinned, home, monkeypatch, capsys, tiny_sentiment, tmp_path, case):
+    value, problem = BAD_ENDPOINTS[case]
+    monkeypatch.setenv("PPNLP_ENDPOINT", value)
+    with pytest.raises(DownloadError, match=re.escape(problem)) as info:
+        resolve(TASK, MODEL, progress=False)
+    assert "PPNLP_ENDPOINT" in str(info.value)
+    assert SECRET not in str(info.value) and "alice" not in str(info.value) and SECRET not in (info.value.url or "")
+    assert files_under(home) == [] or all(".locks" in f for f in files_under(home))
+
+    # The command line: a package taskflow pins whose files are neither bundled nor cached.
+    from taskflow.cli import main
+
+    bundled = tmp_path / "bundled-tiny"
+    (bundled / "sentiment_analysis" / "tiny").mkdir(parents=True)
+    shutil.copy(tiny_sentiment / "manifest.json", bundled / "sentiment_analysis" / "tiny" / "manifest.json")
+    monkeypatch.setattr(packages, "_bundled_root", lambda: bundled)
+    assert main(["download", "sentiment_analysis", "--model", "tiny", "--home", str(home)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("taskflow: error: PPNLP_ENDPOINT ") and err.count("\n") == 1 and problem in err
+    assert SECRET not in err and "alice" not in err
