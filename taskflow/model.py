@@ -118,20 +118,31 @@ class Model:
     ) -> "Model":
         """Resolve ``task``/``name`` (or ``task_path``) and, recursively, the packages it ``requires``,
         all with the same home, offline setting and predictor options."""
-        options = options or PredictorOptions()
+        return cls._load(task, name, task_path=task_path, home=home, offline=offline,
+                         options=options or PredictorOptions(), progress=progress, chain=())
+
+    @classmethod
+    def _load(cls, task, name, *, task_path, home, offline, options, progress, chain: tuple) -> "Model":
+        """:meth:`load`, with ``chain``: the packages that require this one, outermost first (a package
+        met again in its own chain is a cycle of ``requires``, refused before it is resolved again)."""
         check_device(options)
+        key = str(Path(task_path).resolve()) if task_path is not None else f"{task}/{name}"
+        if key in chain:
+            cycle = " -> ".join([*chain[chain.index(key):], key])
+            raise ManifestError(f"the packages' 'requires' form a cycle ({cycle}); a package cannot build on "
+                                "itself: fix the 'requires' of one of them")
         package = resolve(task, name, task_path=task_path, home=home, offline=offline, progress=progress)
         requires = {}
         for role, ref in dict(package.manifest.get("requires", {})).items():
             ref = str(ref)
             if ref.startswith("."):   # a package shipped inside this one, and nowhere else
                 path = inside(package.directory, package.directory / ref, f"required package {role!r}").resolve()
-                requires[role] = cls.load(Manifest.load(path / MANIFEST).task, None, task_path=path,
-                                          home=home, offline=offline, options=options, progress=progress)
+                requires[role] = cls._load(Manifest.load(path / MANIFEST).task, None, task_path=path, home=home,
+                                           offline=offline, options=options, progress=progress, chain=(*chain, key))
             else:
                 required_task, _, required_name = ref.rpartition("/")
-                requires[role] = cls.load(required_task, required_name, home=home, offline=offline,
-                                          options=options, progress=progress)
+                requires[role] = cls._load(required_task, required_name, task_path=None, home=home, offline=offline,
+                                           options=options, progress=progress, chain=(*chain, key))
         return cls(package, options=options, home=home, requires=requires)
 
     # ------------------------------------------------------------ package
@@ -215,11 +226,30 @@ class Model:
             if load not in self._vocabs:
                 path = self.vocab_file
                 try:
-                    self._vocabs[load] = load(path)
+                    vocab = load(path)
                 except (ValueError, KeyError, TypeError) as exc:   # JSON, UTF-8 and layout errors alike
                     raise ManifestError(f"model {self.name!r}: cannot read its vocabulary {path}: "
                                         f"{type(exc).__name__}: {exc}") from exc
+                self._check_vocab_size(vocab, path)
+                self._vocabs[load] = vocab
             return self._vocabs[load]
+
+    def _check_vocab_size(self, vocab, path: Path) -> None:
+        """A vocabulary longer than the network's embedding would give ids it has no row for."""
+        architecture = self.manifest.get("architecture") or {}
+        if hasattr(vocab, "char_list"):   # taskflow.text.Vocab: chars and words
+            sizes = {"vocab_size": len(vocab.char_list), "word_vocab_size": len(vocab.word_list)}
+        else:
+            try:
+                sizes = {"vocab_size": len(vocab)}
+            except TypeError:
+                return
+        for field, size in sizes.items():
+            limit = architecture.get(field)
+            if type(limit) is int and size > limit:
+                raise ManifestError(f"model {self.name!r}: its vocabulary {path} has {size:,} entries but the network "
+                                    f"embeds {limit:,} (architecture {field!r}); the vocabulary and the weights are "
+                                    "from different trainings, or the manifest's size is wrong")
 
     # ------------------------------------------------------------ network
     @property

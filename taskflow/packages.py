@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import re
 import shutil
@@ -186,6 +187,51 @@ def _scrub(text: str, url: str) -> str:
 
 # ------------------------------------------------------------------ manifests
 
+_MAX_SIZE = 10 ** 9   # no vocabulary, layer or sequence of a model taskflow can run comes near it
+# Lengths and counts the tasks read from a manifest's top level: each a positive int.
+_SIZE_FIELDS = ("max_length", "max_seq_len", "max_question_len", "max_answer_len", "doc_stride", "hash_buckets")
+# Architecture arguments that give the network's number of outputs, which 'labels' lists in order.
+_OUTPUT_FIELDS = ("num_labels", "num_tags")
+
+
+def _check_network_fields(data: Mapping[str, Any], source: str) -> None:
+    """The fields a network is built from have the types and ranges it can take: ``architecture``
+    (a str ``type`` and scalar arguments, sizes 0 to 10^9), the sizes of :data:`_SIZE_FIELDS`,
+    and ``labels`` (one str or int per output of the network)."""
+    def refuse(field: str, value: Any, expected: str) -> ManifestError:
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        return ManifestError(f"{source}: {field} is {shown}; expected {expected}; fix the package's manifest.json")
+
+    architecture = data.get("architecture")
+    if architecture is not None:
+        if not isinstance(architecture, Mapping):
+            raise refuse("'architecture'", architecture, "an object with the network's 'type' and its arguments")
+        if not isinstance(architecture.get("type"), str) or not architecture["type"]:
+            raise refuse("architecture 'type'", architecture.get("type"), "the name of a network, e.g. 'sentiment_cnn'")
+        for name, value in architecture.items():
+            if isinstance(value, bool) or isinstance(value, str):
+                continue
+            if type(value) is int:
+                if not 0 <= value <= _MAX_SIZE:
+                    raise refuse(f"architecture {name!r}", value, f"a size from 0 to {_MAX_SIZE:,}")
+            elif type(value) is float:
+                if not math.isfinite(value):
+                    raise refuse(f"architecture {name!r}", value, "a finite number")
+            else:
+                raise refuse(f"architecture {name!r}", value, "a number, a str or a bool")
+    for name in _SIZE_FIELDS:
+        if name in data and not (type(data[name]) is int and 1 <= data[name] <= _MAX_SIZE):
+            raise refuse(repr(name), data[name], f"a whole number from 1 to {_MAX_SIZE:,}")
+    labels = data.get("labels")
+    if labels is not None:
+        if not isinstance(labels, list) or not all(isinstance(label, str) or type(label) is int for label in labels):
+            raise refuse("'labels'", labels, "a list of str (or int), the network's outputs in order")
+        for name in _OUTPUT_FIELDS:
+            outputs = (architecture or {}).get(name)
+            if labels and type(outputs) is int and outputs != len(labels):   # none at all: Model.labels says so
+                raise ManifestError(f"{source}: 'labels' lists {len(labels)} label(s) but the network has {outputs} "
+                                    f"outputs (architecture {name!r}); list one label per output, in order")
+
 @dataclass(frozen=True)
 class Manifest:
     """The parsed ``manifest.json`` of a model package.
@@ -223,6 +269,7 @@ class Manifest:
                 raise ManifestError(f"{source}: file {name!r} has sha256 {sha!r}; expected 64 lowercase hex digits")
             if not (type(size) is int and size >= 0):
                 raise ManifestError(f"{source}: file {name!r} has size {size!r}; expected a byte count (int >= 0)")
+        _check_network_fields(data, source)
         requires = data.get("requires", {})
         if not isinstance(requires, Mapping):
             raise ManifestError(f"{source}: 'requires' must be an object of role -> 'task/model' or './folder'")
@@ -245,6 +292,8 @@ class Manifest:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ManifestError(f"{path}: not valid JSON ({exc})") from None
+        except RecursionError:
+            raise ManifestError(f"{path}: JSON nested too deeply to be a manifest") from None
         return cls.from_dict(data, source=str(path))
 
     task = property(lambda self: self.data["task"])

@@ -1017,3 +1017,58 @@ def test_a_mistyped_endpoint_is_one_clear_error_without_its_password(
     err = capsys.readouterr().err
     assert err.startswith("taskflow: error: PPNLP_ENDPOINT ") and err.count("\n") == 1 and problem in err
     assert SECRET not in err and "alice" not in err
+
+
+# ------------------------------------------------ a malformed package of one's own: typed errors at load
+
+def _edited_copy(tiny_sentiment, tmp_path, edit=None, *, text=None, vocab_lines=0):
+    """A copy of a package with its manifest edited (its files re-pinned, as a user's tools would)."""
+    copy = tmp_path / "mine"
+    shutil.copytree(tiny_sentiment, copy)
+    if vocab_lines:
+        with open(copy / "vocab.txt", "a", encoding="utf-8") as handle:
+            handle.write("".join(f"词{i}\n" for i in range(vocab_lines)))
+    data = json.loads((copy / "manifest.json").read_text(encoding="utf-8"))
+    for name in data["files"]:
+        data["files"][name] = {"sha256": sha256((copy / name).read_bytes()), "size": (copy / name).stat().st_size}
+    if edit:
+        edit(data)
+    (copy / "manifest.json").write_text(text if text is not None else json.dumps(data), encoding="utf-8")
+    return copy
+
+
+def _set(*path_and_value):
+    *keys, last, value = path_and_value
+
+    def edit(data):
+        for key in keys:
+            data = data[key]
+        data[last] = value
+    return edit
+
+
+MALFORMED = {
+    "nested-100000-deep": (dict(text="[" * 100_000 + "]" * 100_000), "nested too deeply"),
+    "type-a-number": (dict(edit=_set("architecture", "type", 7)), "architecture 'type' is 7; expected the name"),
+    "max-length-negative": (dict(edit=_set("max_length", -5)), "'max_length' is -5; expected a whole number from 1"),
+    "size-10^30": (dict(edit=_set("architecture", "embed_dim", 10 ** 30)), "architecture 'embed_dim' is 1000000"),
+    "size-10^18": (dict(edit=_set("architecture", "conv_channels", 10 ** 18)), "expected a size from 0 to 1,000,000,000"),
+    "fewer-labels": (dict(edit=_set("labels", ["negative"])), "'labels' lists 1 label(s) but the network has 2 outputs"),
+    "labels-not-str": (dict(edit=_set("labels", ["negative", None])), "expected a list of str (or int)"),
+    "long-vocabulary": (dict(vocab_lines=500), "entries but the network embeds 133 (architecture 'vocab_size')"),
+    "requires-cycle": (dict(edit=_set("requires", {"itself": "./loop"})), "'requires' form a cycle"),
+}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_a_malformed_own_package_is_a_manifest_error_at_load(tiny_sentiment, tmp_path, case):
+    """Each of these gave RecursionError, AttributeError, a plain ValueError, or loaded and then failed on
+    every text (IndexError, Paddle's InvalidArgumentError)."""
+    from taskflow import Taskflow
+
+    options, message = MALFORMED[case]
+    package = _edited_copy(tiny_sentiment, tmp_path, **options)
+    if case == "requires-cycle":
+        (package / "loop").symlink_to(".")
+    with pytest.raises(ManifestError, match=re.escape(message)):
+        Taskflow("sentiment_analysis", task_path=package)("这家酒店很干净")
