@@ -19,6 +19,13 @@ file is touched (a refused resume leaves every file byte for byte as it was):
 * the partial files hold at least what the checkpoint says is valid; bytes past that
   belong to a chunk that was not finished and are cut off.
 
+While a job runs it holds an exclusive lock (``flock``) on ``<output>.lock`` and on
+``<errors>.lock``, removed when it ends: a second job naming the same output or errors
+file is refused at once (:class:`~taskflow.errors.OutputInUseError`), whether it would
+start over or resume.  A job moves into place only the ``.partial`` files it wrote itself
+(checked by inode), and a resume calls a job complete only when the output in place
+has the size and records its checkpoint says.
+
 Job files are never opened through a symbolic link (``O_NOFOLLOW``): they sit at names
 anyone who can write the output folder can predict.  Files made anew are created with
 ``O_EXCL``, the checkpoint is written to a private temporary file (``mkstemp``) and renamed
@@ -29,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -37,8 +45,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .errors import JobError, OutputWriteError, ResumeMismatchError
-from .readers import InputFile
+from .errors import JobError, OutputInUseError, OutputWriteError, ResumeMismatchError
+from .readers import InputFile, count_lines
 
 __all__ = ["JobFiles", "Progress", "CHECKPOINT_FORMAT"]
 
@@ -119,6 +127,56 @@ def _create(path: Path):
 def _reopen(path: Path):
     """An existing file at ``path``, read-write, not through a link (created if absent)."""
     return os.fdopen(_open_regular(path, os.O_RDWR | os.O_CREAT), "r+b")
+
+
+def _lock(path: Path, output: Path) -> int:
+    """An exclusive lock on ``<path>.lock`` (created, with this process's id in it), or an
+    :class:`OutputInUseError` naming the job that holds it."""
+    lock = _sibling(path, ".lock")
+    while True:
+        try:
+            lock.parent.mkdir(parents=True, exist_ok=True)
+            fd = _open_regular(lock, os.O_RDWR | os.O_CREAT)
+        except OutputWriteError:
+            raise
+        except OSError as exc:
+            raise OutputWriteError(f"cannot write the output {output}: {exc.strerror or exc} ({exc.filename}); "
+                                   "choose a writable --output") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                os.close(fd)
+                raise OutputWriteError(f"cannot lock {lock}: {exc.strerror or exc}") from exc
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            os.close(fd)
+            pid = int(holder) if holder.isdigit() else None
+            raise OutputInUseError(
+                f"another job is writing {path} (process {pid if pid else 'unknown'}; it holds {lock}); "
+                "two jobs never share an output or errors file: wait for that one to end, or choose another "
+                "--output (--errors)", pid) from None
+        try:
+            # The job that held it removes the file on release: a lock taken on a removed file is no lock.
+            if os.path.samestat(os.fstat(fd), os.lstat(lock)):
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+
+
+def _unlock(path: Path, fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(_sibling(path, ".lock"))   # while still held, so no one else locks the file being removed
+    os.close(fd)
+
+
+def _same_inode(handle, path: Path) -> bool:
+    try:
+        return os.path.samestat(os.fstat(handle.fileno()), os.lstat(path))
+    except FileNotFoundError:
+        return False
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -268,6 +326,29 @@ class JobFiles:
             self.close()
             raise
 
+    @staticmethod
+    def side_files(path: Path, *, errors: bool = False) -> dict[str, Path]:
+        """The files a job keeps beside its output (``errors=True``: beside its errors file), by what they are."""
+        files = {"partial output": _sibling(path, ".partial"), "checkpoint": _sibling(path, ".partial.ckpt"),
+                 "lock file": _sibling(path, ".lock")}
+        if errors:
+            files = {"partial errors file": files["partial output"], "lock file": files["lock file"]}
+        return files
+
+    @staticmethod
+    @contextlib.contextmanager
+    def lock(output: Path, errors: Path):
+        """Hold the job's output and errors file for the whole run: a second job that names either is
+        refused with :class:`OutputInUseError` (see the module's docstring)."""
+        held = []
+        try:
+            for path in dict.fromkeys((output, errors)):
+                held.append((path, _lock(path, output)))
+            yield
+        finally:
+            for path, fd in reversed(held):
+                _unlock(path, fd)
+
     # ------------------------------------------------------------ resuming
     def _check_resume(self, source: InputFile) -> Progress:
         progress = _load(self.ckpt, self.output, self.identity)
@@ -304,7 +385,37 @@ class JobFiles:
             _check_input(digest, progress, output, source.source)
         finally:
             digest.close()
+        cls._check_finished(output, errors, progress)
         cls.complete(output, errors)
+
+    @staticmethod
+    def _check_finished(output: Path, errors: Path, progress: Progress) -> None:
+        """The output in place (and the errors file, at either of its names) is what the checkpoint describes:
+        its size, and one line per record done."""
+        found = [(output, progress.out_bytes)]
+        if progress.err_bytes:   # with none, complete() removes whatever errors file is there
+            err_tmp = _sibling(errors, ".partial")
+            found.append((err_tmp if os.path.lexists(err_tmp) else errors, progress.err_bytes))
+        sizes = []
+        for path, _ in found:
+            try:
+                info = os.lstat(path)
+            except FileNotFoundError:
+                info = None
+            sizes.append(info.st_size if info is not None and stat.S_ISREG(info.st_mode) else None)
+        if sizes == [size for _, size in found]:
+            records = sum(count_lines(path) for path, _ in found)
+            if records == progress.done:
+                return
+        else:
+            records = None
+        wrote = " and ".join(f"{size:,} bytes to {path}" for path, size in found)
+        has = " and ".join(f"{path} {'is missing' if size is None else f'has {size:,} bytes'}"
+                           for (path, _), size in zip(found, sizes))
+        counted = "" if records is None else f", {records} record(s) in all"
+        raise JobError(f"cannot resume {output}: its checkpoint says the finished job wrote {progress.done} record(s), "
+                       f"{wrote}; but {has}{counted}. It was changed after the job, or written by another one; "
+                       "run without --resume to start over")
 
     # ------------------------------------------------------------ writing
     @property
@@ -343,7 +454,12 @@ class JobFiles:
         self._save(progress)
 
     def finish(self) -> bool:
-        """Move the files into place; True when an errors file was written."""
+        """Move the files into place (only the ones this job wrote); True when an errors file was written."""
+        for handle, path in ((self.out, self.out_tmp), (self.err, self.err_tmp)):
+            if not _same_inode(handle, path):
+                raise JobError(f"{path} is not the file this job wrote: it was replaced or removed while the job ran "
+                               "(another program writing the same output?), so nothing was moved into place; "
+                               "rerun the job")
         self.out.close()
         self.err.close()
         return self.complete(self.output, self.errors)

@@ -186,8 +186,8 @@ def _stream(flow, args: argparse.Namespace, fields) -> int:
     all).  Nothing to rename or resume, so a bad record stops it (see _refuse_unused_job_options).
     Results go out as soon as no more input is waiting, so a pipe fed a line at a time gets its answer
     to each line before the next arrives."""
-    from .jobs import process_chunk
-    from .readers import InputFile, output_record
+    from .jobs import process_chunk, result_line
+    from .readers import InputFile
 
     stdin = args.input == "-"
     source = "<stdin>" if stdin else args.input
@@ -198,14 +198,19 @@ def _stream(flow, args: argparse.Namespace, fields) -> int:
                        carry=args.id_field.split(",") if args.id_field else None,
                        max_record_bytes=args.max_record_bytes, stream=pipe) as reader, _output(args.output) as out:
             for chunk in _arrivals(reader, 1024, pipe.ready if pipe else None):
-                lines = []
+                lines, error = [], None
                 for record, result, error in process_chunk(flow.task, chunk, source):
+                    if error is None:
+                        line, error = result_line(record, result, source)
                     if error is not None:
-                        raise InvalidInputError(error)
-                    lines.append(json.dumps(output_record(record, result), ensure_ascii=False) + "\n")
+                        break
+                    lines.append(line.decode("utf-8"))
+                # Every result before a bad record goes out, in order, then the run stops at it.
                 records += len(lines)
                 out.write("".join(lines))
                 out.flush()
+                if error is not None:
+                    raise InvalidInputError(error)
     except KeyboardInterrupt:
         print("taskflow: interrupted" + (f"; {args.output} was not written" if args.output else ""), file=sys.stderr)
         return 130
@@ -473,7 +478,14 @@ def _group_texts(texts: list[str], fields, parser: argparse.ArgumentParser) -> l
 
 
 def _write_jsonl(results, output: str | None) -> None:
-    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in results)
+    lines = []
+    for number, result in enumerate(results):
+        try:
+            lines.append(json.dumps(result, ensure_ascii=False, allow_nan=False) + "\n")
+        except ValueError:   # strict JSON only: no NaN or Infinity where no parser reads them
+            raise InvalidInputError(f"text #{number}: the result holds a number JSON cannot hold (NaN or "
+                                    "infinity); it cannot be written as JSON", number) from None
+    text = "".join(lines)
     if output:
         from .packages import atomic_write_text
 

@@ -29,6 +29,7 @@ __all__ = [
     "JobError",
     "WorkerError",
     "ResumeMismatchError",
+    "OutputInUseError",
     "OutputWriteError",
     "TrainingDataError",
 ]
@@ -168,6 +169,18 @@ class ResumeMismatchError(JobError):
     def __init__(self, message: str, changes: dict | None = None):
         super().__init__(message)
         self.changes = dict(changes or {})
+
+
+class OutputInUseError(JobError):
+    """Another job is writing the same output (or errors file) now.  Two jobs never share one: the
+    second is refused before it touches any file.  Wait for the other to end, or choose another output.
+
+    ``pid`` is the other job's process id, when it could be read.
+    """
+
+    def __init__(self, message: str, pid: int | None = None):
+        super().__init__(message)
+        self.pid = pid
 
 
 class OutputWriteError(TaskflowError, OSError):

@@ -37,8 +37,9 @@ from .readers import DEFAULT_MAX_RECORD_BYTES, InputFile, Record, count_lines, c
 from .signals import sigterm_stops_the_job
 from .workers import WorkerPool, calling_line, iter_chunks, process_chunk, refuse_in_worker_bootstrap
 
-# process_chunk, iter_chunks and sigterm_stops_the_job are the CLI's too (it streams to stdout with them).
-__all__ = ["Record", "run_file", "JobSummary", "job_identity", "process_chunk", "iter_chunks", "sigterm_stops_the_job"]
+# process_chunk, iter_chunks, sigterm_stops_the_job and result_line are the CLI's too (it streams to stdout with them).
+__all__ = ["Record", "run_file", "JobSummary", "job_identity", "process_chunk", "iter_chunks", "sigterm_stops_the_job",
+           "result_line"]
 
 ON_ERROR = ("raise", "skip")
 logger = logging.getLogger("taskflow")
@@ -201,30 +202,55 @@ def run_file(
             raise InvalidInputError(f"--output {output_path} is the input file; choose another path")
         if output_path.is_dir():
             raise InvalidInputError(f"--output {output_path} is a directory; name a file, e.g. {output_path / 'out.jsonl'}")
+        _refuse_errors_among_own_files(input_path, output_path, errors_path)
         identity = job_identity(task, worker_spec, source)
-        if resume and output_path.exists():
-            JobFiles.finish_stopped(output_path, errors_path, identity, source)
-            if not os.path.lexists(output_path.with_name(output_path.name + ".partial.ckpt")):
-                summary.messages.append(f"{output_path} is complete; nothing to resume")
-                return summary
-        # From the first checkpoint on, SIGTERM stops the job cleanly (a stop inside finish() is finished by resume).
-        with sigterm_stops_the_job():
-            files = JobFiles(output_path, errors_path, identity, source, resume)
-            try:
-                _run(task, source, files, summary, chunk_size=chunk_size, workers=workers, on_error=on_error,
-                     progress=progress, pool_options=dict(
-                         spec=worker_spec, workers=workers, source=str(input_path), chunk_timeout=chunk_timeout,
-                         startup_timeout=startup_timeout, shutdown_timeout=shutdown_timeout, call_site=call_site))
-                if files.finish():
-                    summary.errors_file = str(errors_path)
-                    summary.messages.append(summary.skipped_message(errors_path))
-            finally:
-                files.close()
+        # Held until the files are in place: a second job on this output (or errors file) is refused at once.
+        with JobFiles.lock(output_path, errors_path):
+            if resume and output_path.exists():
+                JobFiles.finish_stopped(output_path, errors_path, identity, source)
+                if not os.path.lexists(output_path.with_name(output_path.name + ".partial.ckpt")):
+                    summary.messages.append(f"{output_path} is complete; nothing to resume")
+                    return summary
+            # From the first checkpoint on, SIGTERM stops the job cleanly (a stop inside finish() is finished by resume).
+            with sigterm_stops_the_job():
+                files = JobFiles(output_path, errors_path, identity, source, resume)
+                try:
+                    _run(task, source, files, summary, chunk_size=chunk_size, workers=workers, on_error=on_error,
+                         progress=progress, pool_options=dict(
+                             spec=worker_spec, workers=workers, source=str(input_path), chunk_timeout=chunk_timeout,
+                             startup_timeout=startup_timeout, shutdown_timeout=shutdown_timeout, call_site=call_site))
+                    if files.finish():
+                        summary.errors_file = str(errors_path)
+                        summary.messages.append(summary.skipped_message(errors_path))
+                finally:
+                    files.close()
     finally:
         source.close()
     for message in summary.messages:
         logger.warning(message)
     return summary
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return os.path.samefile(a, b)   # a hard link, or the same file by another path
+    except OSError:
+        return False
+
+
+def _refuse_errors_among_own_files(input_path: Path, output_path: Path, errors_path: Path) -> None:
+    """The errors file (with the partial and lock files beside it) may not be one of the job's other
+    files: the job would delete or overwrite it.  Checked before any file is touched."""
+    own = {"input": input_path, "output": output_path, **JobFiles.side_files(output_path)}
+    for errors_file in (errors_path, *JobFiles.side_files(errors_path, errors=True).values()):
+        for what, path in own.items():
+            if _same_file(errors_file, path):
+                wrote = "is" if errors_file == errors_path else f"would write {errors_file}, which is"
+                raise InvalidInputError(
+                    f"--errors {errors_path} {wrote} the job's own {what} ({path}); the job would overwrite it: "
+                    f"name another file (errors_path=), e.g. {output_path.with_name(output_path.name + '.errors.jsonl')}")
 
 
 def _run(task, source: InputFile, files: JobFiles, summary: JobSummary, *, chunk_size: int, workers: int,
@@ -260,7 +286,21 @@ def _run(task, source: InputFile, files: JobFiles, summary: JobSummary, *, chunk
 
 
 def _json_line(value: dict) -> bytes:
-    return (json.dumps(value, ensure_ascii=False) + "\n").encode("utf-8")
+    # Strict JSON: NaN and Infinity are refused here (ValueError), not written where no parser reads them.
+    return (json.dumps(value, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+
+
+def result_line(record: Record, result: Any, source: str) -> tuple[bytes | None, str | None]:
+    """``(line, None)``: the output line of one result, strict JSON in UTF-8; or ``(None, why)``
+    when the result cannot be one (a bad record, named by ``source`` and its line)."""
+    try:
+        return _json_line(output_record(record, result)), None
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start:exc.end]
+        return None, f"{source}:{record.line}: the result cannot be written as UTF-8 ({exc.reason}: {bad!r})"
+    except ValueError:
+        return None, (f"{source}:{record.line}: the result holds a number JSON cannot hold (NaN or infinity); "
+                      "it cannot be written as JSON")
 
 
 def _error_line(value: dict) -> bytes:
@@ -268,7 +308,7 @@ def _error_line(value: dict) -> bytes:
     try:
         return _json_line(value)
     except UnicodeEncodeError:
-        return (json.dumps(value, ensure_ascii=True) + "\n").encode("ascii")
+        return (json.dumps(value, ensure_ascii=True, allow_nan=False) + "\n").encode("ascii")
 
 
 def _write_outcomes(outcomes: list, files: JobFiles, summary: JobSummary, on_error: str, source: str) -> None:
@@ -276,11 +316,9 @@ def _write_outcomes(outcomes: list, files: JobFiles, summary: JobSummary, on_err
     in_bytes = files.state().in_bytes  # the input done so far ends here
     for record, result, error in outcomes:
         if error is None:
-            try:
-                out_lines.append(_json_line(output_record(record, result)))
-            except UnicodeEncodeError as exc:
-                bad = exc.object[exc.start:exc.end]
-                error = f"{source}:{record.line}: the result cannot be written as UTF-8 ({exc.reason}: {bad!r})"
+            line, error = result_line(record, result, source)
+            if line is not None:
+                out_lines.append(line)
         if error is not None:
             if on_error == "raise":
                 files.write(out_lines, [], files.done + len(out_lines), in_bytes)  # all before it were good

@@ -12,7 +12,8 @@ newline that ends the file does not start another record.  A line that cannot be
 a record becomes an error record with its line number (the job's ``on_error``
 decides whether that stops it), never a skipped one: bytes that are not valid in
 the file's encoding, a NUL byte, more than ``max_record_bytes``, a blank line, bad
-JSON, a JSON value Python cannot hold (an integer of more than 4,300 digits), a
+JSON, a JSON value Python cannot hold (an integer of more than 4,300 digits), a number
+JSON cannot hold (``NaN``, ``Infinity``, ``1e400``, which Python's parser takes), a
 lone surrogate escape (``"\\udc80"``: no character, so it cannot be written out), a
 missing key, a CSV quote left open (a field that would span lines), the wrong
 number of fields.  A UTF-8 byte-order mark at the start is dropped.
@@ -26,6 +27,7 @@ from __future__ import annotations
 import codecs
 import csv
 import json
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -79,6 +81,21 @@ def _lone_surrogate(value: Any) -> str | None:
         elif isinstance(value, list):
             stack.extend(value)
     return None
+
+
+class _NotFinite(ValueError):
+    """A NaN, Infinity or overflowing number in a JSON line: Python's parser takes them, JSON has none."""
+
+
+def _not_json(token: str):
+    raise _NotFinite(token)
+
+
+def _finite(token: str) -> float:
+    value = float(token)
+    if not math.isfinite(value):   # 1e400
+        raise _NotFinite(token if len(token) <= 40 else token[:40] + "…")
+    return value
 
 
 class _BadRecord(Exception):
@@ -324,7 +341,10 @@ class InputFile:
     def _parse_jsonl(self, text: str, number: int) -> tuple[Any, dict | None]:
         where = f"{self.source}:{number}"
         try:
-            value = json.loads(text)
+            value = json.loads(text, parse_constant=_not_json, parse_float=_finite)
+        except _NotFinite as exc:
+            raise _BadRecord(f"{where}: a number JSON cannot hold ({exc}); JSON has no NaN or Infinity, and a "
+                             "number must lie within ±1.8e308 (write a missing value as null)") from None
         except json.JSONDecodeError as exc:
             raise _BadRecord(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
         except RecursionError:

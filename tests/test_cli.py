@@ -397,3 +397,29 @@ def test_a_narrow_window_scales_its_stride(tiny_models, capsys):
     narrow = Taskflow("reading_comprehension", task_path=tiny_models["reading_comprehension"], max_seq_len=8).task
     assert default.doc_stride == default.manifest.get("doc_stride", 128)     # the model's own windows: unchanged
     assert 0 <= narrow.doc_stride < 8 and narrow.doc_stride == default.doc_stride * 8 // default.max_seq_len
+
+
+def test_streaming_to_stdout_writes_every_result_before_a_bad_line(tiny_sentiment, tmp_path, capsys):
+    """2,000 good lines, a blank one, 5 more: 1,024 results came out and 976 were lost."""
+    texts = [f"第{i}条，{'很好' if i % 2 else '太差'}" for i in range(2000)]
+    source = tmp_path / "bad.txt"
+    source.write_text("\n".join(texts + [""] + texts[:5]) + "\n", encoding="utf-8")
+    assert main(["senta", "--input", str(source), "--task-path", str(tiny_sentiment)]) == 2
+    captured = capsys.readouterr()
+    assert [(r["line"], r["text"]) for r in _lines(captured.out)] == [(i + 1, t) for i, t in enumerate(texts)]
+    assert captured.err.startswith(f"taskflow: error: {source}:2001: empty line") and captured.err.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_a_pipe_gets_every_result_before_a_bad_line(tiny_sentiment, tmp_path):
+    """Through a pipe, 1,000 good lines then a bad one printed nothing."""
+    import subprocess
+
+    texts = [f"第{i}条，{'很好' if i % 2 else '太差'}" for i in range(1000)]
+    env = {**os.environ, "PPNLP_HOME": str(tmp_path / "home")}
+    run = subprocess.run([sys.executable, "-m", "taskflow.cli", "senta", "--task-path", str(tiny_sentiment)],
+                         input="\n".join(texts) + "\n\n很好\n", capture_output=True, text=True, encoding="utf-8",
+                         env=env, timeout=120)
+    assert run.returncode == 2
+    assert [json.loads(line)["text"] for line in run.stdout.splitlines()] == texts
+    assert run.stderr.startswith("taskflow: error: <stdin>:1001: empty line") and run.stderr.count("\n") == 1

@@ -268,3 +268,29 @@ def test_seeded_random_kills(setup, tmp_path):
                           "--seed", "1000", "--no-write", "--workdir", str(tmp_path)],
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+
+
+def test_a_second_job_on_the_same_output_is_refused_while_the_first_runs(setup, tmp_path):
+    """Two jobs named one --output: both exited 0 and the file held neither's results.  The second is now
+    refused at once (exit 2, naming the output), and the first finishes as if alone."""
+    target = tmp_path / "out.jsonl"
+    other = tmp_path / "other.txt"
+    other.write_text("\n".join(f"另一份第{i}条，很好" for i in range(500)) + "\n", encoding="utf-8")
+    first = Job(setup["runner"], [*setup["args"], "--output", str(target)], cwd=tmp_path)
+    try:
+        assert wait_for(lambda: lines_in(tmp_path / "out.jsonl.partial") >= 64, 60), "the first job did not start"
+        first.signal(signal.SIGSTOP)   # holds it mid-run, whatever the machine's speed
+        args = [a if a != setup["args"][2] else str(other) for a in setup["args"]]
+        for extra in ([], ["--resume"]):
+            second = subprocess.run([sys.executable, str(setup["runner"]), *args, "--output", str(target), *extra],
+                                    capture_output=True, text=True, timeout=JOB_TIMEOUT, cwd=tmp_path)
+            assert second.returncode == 2, second.stderr[-3000:]
+            assert second.stderr.startswith(f"taskflow: error: another job is writing {target} (process "
+                                            f"{first.process.pid}; "), second.stderr
+            assert second.stderr.count("\n") == 1 and "Traceback" not in second.stderr
+    finally:
+        first.signal(signal.SIGCONT)
+    code, output = first.wait(JOB_TIMEOUT)
+    assert code == 0, output[-3000:]
+    assert target.read_bytes() == setup["reference"], "the first job's output was changed by the second"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.txt", "out.jsonl"]

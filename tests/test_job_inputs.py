@@ -348,3 +348,45 @@ def test_lines_appended_before_the_end_are_read(flow, tmp_path, monkeypatch):
     summary = _job(flow, source, target)
     assert summary.read == len(TEXTS) + 1
     assert [r["text"] for r in _read_jsonl(target)] == TEXTS + ["新来的一行"]
+
+
+def _strict(text):
+    """JSON lines parsed as a strict parser would: NaN and Infinity are not JSON."""
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    return [json.loads(line, parse_constant=refuse) for line in text.splitlines()]
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e400"])
+def test_a_number_json_cannot_hold_is_a_bad_record_and_the_output_is_strict_json(flow, tmp_path, value):
+    """NaN, Infinity and 1e400 were read and written back as NaN / Infinity, which no strict parser reads."""
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    lines = [_line("jsonl", i, text) for i, text in enumerate(TEXTS[:10])]
+    lines[3] = f'{{"id": {value}, "text": "很好"}}'
+    lines[6] = f'{{"id": 6, "text": "很好", "score": [1, {value}]}}'
+    _write(source, "jsonl", lines)
+    summary = _job(flow, source, target, on_error="skip")
+    assert summary.processed == 8 and summary.skipped == 2
+    assert [row["line"] for row in _strict(target.read_text(encoding="utf-8"))] == [1, 2, 3, 5, 6, 8, 9, 10]
+    errors = _strict((tmp_path / "out.jsonl.errors.jsonl").read_text(encoding="utf-8"))
+    assert [row["line"] for row in errors] == [4, 7]
+    assert all(f"in.jsonl:{row['line']}: a number JSON cannot hold ({value}" in row["error"] for row in errors)
+    with pytest.raises(InvalidInputError, match=r"in\.jsonl:4: a number JSON cannot hold"):
+        _job(flow, source, tmp_path / "raise.jsonl")
+
+
+def test_a_result_json_cannot_hold_is_a_bad_record(flow, tmp_path, monkeypatch):
+    """Whatever a task returns, what is written is strict JSON."""
+    source, target = tmp_path / "in.txt", tmp_path / "out.jsonl"
+    _write(source, "txt", TEXTS[:5])
+    real = flow.task.run_items
+
+    def nan_for_the_third(items):
+        return [dict(r, score=float("nan")) if r["text"] == TEXTS[2] else r for r in real(items)]
+
+    monkeypatch.setattr(flow.task, "run_items", nan_for_the_third)
+    summary = _job(flow, source, target, on_error="skip")
+    assert summary.skipped == 1 and [row["line"] for row in _strict(target.read_text(encoding="utf-8"))] == [1, 2, 4, 5]
+    error, = _strict((tmp_path / "out.jsonl.errors.jsonl").read_text(encoding="utf-8"))
+    assert error["line"] == 3 and "in.txt:3: the result holds a number JSON cannot hold" in error["error"]

@@ -535,3 +535,71 @@ def test_cli_unreadable_input_is_one_clear_error(tiny_sentiment, tmp_path, capsy
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
     assert message.format(path=path) in err
     assert not (tmp_path / "o.jsonl.partial").exists()
+
+
+# ------------------------------------------------------------------ the job's own files
+
+@pytest.mark.parametrize("name", ["in.txt", "out.jsonl", "out.jsonl.partial", "out.jsonl.partial.ckpt"])
+def test_the_errors_file_may_not_name_any_of_the_jobs_own_files(flow, tmp_path, capsys, tiny_sentiment, name):
+    """--errors naming the input deleted it; naming the output lost every result."""
+    lines = list(TEXTS[:50])
+    lines[7] = ""
+    source, target = _txt(tmp_path / "in.txt", lines), tmp_path / "out.jsonl"
+    target.write_text("an earlier output\n", encoding="utf-8")
+    before = _snapshot(tmp_path)
+    with pytest.raises(InvalidInputError, match=rf"--errors {re.escape(str(tmp_path / name))} is the job's own "):
+        _job(flow, source, target, on_error="skip", errors_path=tmp_path / name)
+    assert _snapshot(tmp_path) == before, "a refused job touches no file"
+    code = main(["sentiment_analysis", "--input", str(source), "--output", str(target), "--on-error", "skip",
+                 "--errors", str(tmp_path / name), "--task-path", str(tiny_sentiment), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("taskflow: error: --errors ") and err.count("\n") == 1
+    assert _snapshot(tmp_path) == before
+
+
+def test_a_job_renames_only_the_partial_file_it_wrote(flow, tmp_path, monkeypatch):
+    """A .partial replaced while the job ran (by a writer that ignores the job's lock) is not moved into place."""
+    source, target = _txt(tmp_path / "in.txt", TEXTS[:300]), tmp_path / "out.jsonl"
+    partial = tmp_path / "out.jsonl.partial"
+    real, calls = flow.task.run_items, []
+
+    def replace_the_partial_on_the_third_chunk(items):
+        calls.append(1)
+        if len(calls) == 3:
+            partial.unlink()
+            partial.write_text('{"line": 1, "text": "another job"}\n', encoding="utf-8")
+        return real(items)
+
+    monkeypatch.setattr(flow.task, "run_items", replace_the_partial_on_the_third_chunk)
+    with pytest.raises(JobError, match=rf"{re.escape(str(partial))} is not the file this job wrote"):
+        _job(flow, source, target, chunk_size=64)
+    assert not target.exists(), "another writer's file was moved into place"
+    assert partial.read_text(encoding="utf-8") == '{"line": 1, "text": "another job"}\n'
+
+
+@pytest.mark.parametrize("change", ["truncated", "replaced", "removed-errors"])
+def test_a_resume_calls_a_job_complete_only_when_its_output_matches_the_checkpoint(flow, tmp_path, monkeypatch, change):
+    """A checkpoint left beside an output that is not the one it describes: the resume says so and changes nothing."""
+    lines = list(TEXTS[:200])
+    lines[5] = ""
+    source, target = _txt(tmp_path / "in.txt", lines), tmp_path / "out.jsonl"
+
+    def stop(path):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(JobFiles, "_drop_checkpoint", staticmethod(stop))
+    with pytest.raises(KeyboardInterrupt):
+        _job(flow, source, target, chunk_size=64, on_error="skip")
+    monkeypatch.undo()
+    good = target.read_bytes()
+    if change == "truncated":
+        target.write_bytes(good[:good.index(b"\n", len(good) // 3) + 1])
+    elif change == "replaced":
+        target.write_bytes(good.replace(b'"line": 1,', b'"line": 1, "x": 1,', 1))
+    else:
+        (tmp_path / "out.jsonl.errors.jsonl").unlink()
+    before = _snapshot(tmp_path)
+    with pytest.raises(JobError, match=r"cannot resume .*out\.jsonl: its checkpoint says the finished job wrote "
+                                       r".*run without --resume to start over"):
+        _job(flow, source, target, chunk_size=64, on_error="skip", resume=True)
+    assert _snapshot(tmp_path) == before
