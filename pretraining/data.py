@@ -28,6 +28,7 @@ from taskflow.text import Normalizer
 
 from .vocab import read_documents
 
+SHARD_SUFFIX = ".u16.xz"   # pretraining.shards' pieces
 IGNORE = -100   # the label of positions that are not predicted (PyTorch's cross-entropy default)
 
 
@@ -86,8 +87,19 @@ def vocab_digest(vocab: CharVocab) -> str:
 
 def load_part(path: str | Path, vocab: CharVocab, *, segmenter: str | None, cache_dir: str | Path | None,
               workers: int = 1, log: Callable[[str], None] = print) -> Part:
-    """One corpus file as ids (and word starts), from the cache when it holds this file as it is now."""
+    """One corpus file as ids (and word starts), from the cache when it holds this file as it is now.
+
+    A shard piece (``*.u16.xz``, :mod:`pretraining.shards`) is already ids: read as it is, after
+    checking that it was tokenised with this vocabulary."""
     path = Path(path)
+    if path.name.endswith(SHARD_SUFFIX):
+        if segmenter:
+            raise ValueError(f"{path}: shard pieces hold ids only; whole-word masking needs the text parts")
+        from .shards import read_piece
+
+        ids = read_piece(path, vocab_digest(vocab))
+        log(f"{path.name}: {len(ids)} ids (shard)")
+        return Part(path.name, ids, None)
     stat = path.stat()
     key = hashlib.sha256(repr((path.name, stat.st_size, stat.st_mtime_ns, vocab_digest(vocab), NORMALIZATION,
                                segmenter)).encode()).hexdigest()[:16]

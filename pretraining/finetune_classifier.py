@@ -137,12 +137,13 @@ def load_package_weights(model: Classifier, package: Path, vocab: CharVocab) -> 
 
 
 SENTIMENT_SETS = ("chnsenticorp", "online_shopping_10_cats", "waimai_10k")
+SOCIAL_SETS = ("smp2020_ewect/usual", "smp2020_ewect/virus")   # Weibo posts, read as polarity (--social)
 
 
 def sentiment_data(args) -> tuple[list, dict]:
     """(training items, evaluation splits): items are ``(text, label)``."""
     from taskflow.tasks.sentiment_analysis.augment import SIZES
-    from taskflow.tasks.sentiment_analysis.train import augmented, read_statements, read_tsv
+    from taskflow.tasks.sentiment_analysis.train import augmented, read_smp2020, read_statements, read_tsv
 
     root = Path(args.data_dir)
     texts, labels = [], []
@@ -150,11 +151,16 @@ def sentiment_data(args) -> tuple[list, dict]:
         t, y = read_tsv(root / name / "train.tsv")
         texts += t
         labels += y
+    reviews = len(texts)
+    for name in SOCIAL_SETS if args.social else ():
+        t, y = read_smp2020(root / name / "train.tsv")
+        texts += t
+        labels += y
     if args.augment:
         # As the char recipe reads them: the opinion-free real sentences scale with the rest.
         statements = (read_statements(args.neutral_text, round(SIZES["no_opinion_real"] * args.augment_scale))
                       if args.neutral_text else [])
-        made, made_labels, _ = augmented(texts, labels, args.augment_kinds, seed=0, scale=args.augment_scale,
+        made, made_labels, _ = augmented(texts[:reviews], labels[:reviews], args.augment_kinds, seed=0, scale=args.augment_scale,
                                          statements=statements)
         neutral = sum(y < 0 for y in made_labels)
         log(f"augmentation: {len(made)} sentences ({', '.join(args.augment_kinds)}; {neutral} without an opinion, "
@@ -162,6 +168,9 @@ def sentiment_data(args) -> tuple[list, dict]:
         texts, labels = texts + made, labels + made_labels
     splits = {f"{name}/{split}": list(zip(*read_tsv(root / name / f"{split}.tsv")))
               for name in SENTIMENT_SETS for split in ("dev", "test")}
+    for name in SOCIAL_SETS if args.social else ():
+        splits.update({f"{name}/{split}": list(zip(*read_smp2020(root / name / f"{split}.tsv")))
+                       for split in ("dev", "test")})
     return list(zip(texts, labels)), splits
 
 
@@ -204,6 +213,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="sentiment, no_opinion: files of real sentences without an opinion (as the char recipe's)")
     parser.add_argument("--neutral-weight", type=float, default=0.5,
                         help="sentiment, no_opinion: weight of its loss (cross-entropy to equal probabilities)")
+    parser.add_argument("--social", action="store_true",
+                        help="sentiment: also train on SMP2020-EWECT's polar Weibo posts (happy positive; angry, sad, "
+                             "fear negative) and score its dev and test splits")
     parser.add_argument("--init", type=Path, help="start from this fine-tuned package's weights (encoder and head; "
                                                   "a transformer_classifier package of the same encoder) instead "
                                                   "of the bare encoder: a second stage of fine-tuning")
@@ -354,7 +366,8 @@ def main(argv=None) -> int:
         "max_length": args.package_max_length or (254 if args.task == "sentiment" else max_chars),
         "training": {"encoder": {"steps": checkpoint["step"], "tokens": checkpoint["tokens"],
                                  "objective": checkpoint["config"]["objective"]},
-                     **({"train_files": [f"{name}/train.tsv" for name in SENTIMENT_SETS]} if args.task == "sentiment"
+                     **({"train_files": [f"{name}/train.tsv" for name in SENTIMENT_SETS + (SOCIAL_SETS if args.social else ())]}
+                        if args.task == "sentiment"
                         else {}),
                      **({"init": {"package": args.init.name, "name": init["name"], "version": init["version"]}}
                         if args.init else {}),

@@ -67,8 +67,9 @@ def pack(checkpoint_path: str | Path, out_dir: str | Path, max_mib: float = 15.0
     return pieces
 
 
-def unpack(in_dir: str | Path, checkpoint_path: str | Path) -> None:
-    in_dir, checkpoint_path = Path(in_dir), Path(checkpoint_path)
+def joined(in_dir: str | Path) -> bytes:
+    """The packed checkpoint's bytes, every piece and the whole checked against its index."""
+    in_dir = Path(in_dir)
     index = json.loads((in_dir / INDEX).read_text(encoding="utf-8"))
     parts = []
     for entry in index["pieces"]:
@@ -79,6 +80,19 @@ def unpack(in_dir: str | Path, checkpoint_path: str | Path) -> None:
     data = b"".join(parts)
     if hashlib.sha256(data).hexdigest() != index["sha256"]:
         raise SystemExit(f"the pieces in {in_dir} do not make the checkpoint {INDEX} names")
+    return data
+
+
+def load(path: str | Path) -> dict:
+    """A checkpoint from a packed folder or a ``checkpoint.pt``."""
+    path = Path(path)
+    source = io.BytesIO(joined(path)) if path.is_dir() else path
+    return torch.load(source, map_location="cpu", weights_only=True)
+
+
+def unpack(in_dir: str | Path, checkpoint_path: str | Path) -> None:
+    data = joined(in_dir)
+    checkpoint_path = Path(checkpoint_path)
     checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = checkpoint_path.with_name(f".{checkpoint_path.name}.{os.getpid()}.tmp")
     try:

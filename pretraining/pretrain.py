@@ -74,6 +74,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     train = parser.add_argument_group("training")
     train.add_argument("--out", help="run folder: checkpoint, loss log, vocab (default: the --resume checkpoint's)")
     train.add_argument("--resume", help="a checkpoint.pt to continue")
+    train.add_argument("--init-encoder", help="a new run whose encoder starts from this checkpoint's (checkpoint.pt "
+                       "or a packed folder; its vocabulary and sizes too): e.g. ELECTRA's discriminator from an MLM "
+                       "run, with a fresh generator")
     train.add_argument("--evaluate-only", action="store_true",
                        help="with --resume: print the checkpoint's held-out loss on these --corpus parts and stop, "
                             "writing nothing (two checkpoints compared on the same text)")
@@ -102,8 +105,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.evaluate_only and not args.resume:
         parser.error("--evaluate-only scores a checkpoint: give --resume")
-    if not args.resume and not (args.out and args.vocab):
-        parser.error("a new run needs --out and --vocab")
+    if args.init_encoder and args.resume:
+        parser.error("--init-encoder starts a new run; --resume continues one: give one of them")
+    if not args.resume and not (args.out and (args.vocab or args.init_encoder)):
+        parser.error("a new run needs --out and --vocab (or --init-encoder)")
     return args
 
 
@@ -227,7 +232,15 @@ def main(argv=None) -> int:
     args.log_every = args.log_every or 50
     args.batch_size = args.batch_size or 128
     out = Path(args.out)
-    vocab = CharVocab(checkpoint["vocab"]) if checkpoint else CharVocab.load(args.vocab)
+    init = None
+    if args.init_encoder:
+        from .portable import load
+
+        init = load(args.init_encoder)
+        sizes = init["config"]["encoder"]
+        args.layers, args.hidden, args.heads = sizes["num_layers"], sizes["hidden_size"], sizes["num_heads"]
+        args.ffn, args.max_len = sizes["ffn_size"], sizes["max_len"]
+    vocab = CharVocab((checkpoint or init)["vocab"]) if (checkpoint or init) else CharVocab.load(args.vocab)
     if not args.evaluate_only:
         out.mkdir(parents=True, exist_ok=True)
         vocab.save(out / "vocab.txt")
@@ -270,6 +283,16 @@ def main(argv=None) -> int:
         optimizer, lambda s: lr_factor(s, args.warmup_steps, args.total_steps, args.min_lr_ratio,
                                        args.rewarm_from, args.rewarm_steps))
     step, tokens, train_seconds = 0, 0, 0.0
+    if init:
+        # The encoder, and whatever else has the same name and shape (an MLM run's head, for an MLM run);
+        # ELECTRA's generator and detector start afresh.
+        own = model.state_dict()
+        taken = {k: v for k, v in init["model"].items() if k in own and own[k].shape == v.shape}
+        if not all(f"encoder.{k}" in taken for k in model.encoder.state_dict()):
+            raise SystemExit(f"{args.init_encoder}: its encoder does not fit this run's")
+        model.load_state_dict(taken, strict=False)
+        log(f"from {args.init_encoder} (step {init['step']}, {init['config']['objective']}): {len(taken)} of "
+            f"{len(own)} tensors; the rest afresh")
     if checkpoint:
         model.load_state_dict(checkpoint["model"])     # float16 weights of a packed checkpoint become float32
         if "optimizer" in checkpoint:

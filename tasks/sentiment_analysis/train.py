@@ -111,6 +111,24 @@ def read_tsv(path: Path) -> tuple[list[str], list[int]]:
     return [r["text"] for r in rows], [int(r["label"]) for r in rows]
 
 
+# SMP2020-EWECT's six emotions as polarity: happy is positive; angry, sad and fear negative; neutral
+# is text without an opinion (NEUTRAL_LABEL where asked for, else left out); surprise goes either
+# way and is left out.
+SMP2020_POLARITY = {"2": 1, "1": 0, "3": 0, "4": 0}
+
+
+def read_smp2020(path: Path, *, neutral: bool = False) -> tuple[list[str], list[int]]:
+    """An SMP2020-EWECT file (``label  text_a``, six emotion labels) as polar rows."""
+    texts, labels = [], []
+    with open(path, encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE):
+            label = SMP2020_POLARITY.get(row["label"], NEUTRAL_LABEL if neutral and row["label"] == "0" else None)
+            if label is not None and row["text_a"].strip():
+                texts.append(row["text_a"])
+                labels.append(label)
+    return texts, labels
+
+
 def parse_args(argv):
     p = recipe_parser("sentiment_analysis", __doc__, name="char_cnn", out="",
                       data="folder holding chnsenticorp/, online_shopping_10_cats/, waimai_10k/")
