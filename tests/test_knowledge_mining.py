@@ -60,6 +60,9 @@ def test_a_term_keeps_several_categories_most_frequent_first():
     ("红楼梦\t作品类\t\t1", "unknown category '作品类'"),
     ("\t作品类_实体", "the term is empty"),
     ("红楼梦\t作品类_实体\t\tmany", "freq must be a non-negative integer"),
+    ("红楼梦\t作品类_实体\t\t²", "freq must be a non-negative integer"),
+    ("红楼梦\t作品类_实体\t\t" + "9" * 5000, "freq must be a non-negative integer"),
+    ("红楼梦\t作品类_实体\t\t١٢", "freq must be a non-negative integer"),
     ("红楼梦\t作品类_实体\t\t1\tsrc\textra", "expected 2 to 5"),
 ])
 def test_bad_term_tree_line_is_a_typed_error_with_file_and_line(tmp_path, line, message):

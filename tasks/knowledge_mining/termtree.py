@@ -161,7 +161,9 @@ def _parse(line: str, number: int, source: str) -> Term:
             f"{source}:{number}: unknown category {category!r} for {term!r}; use one of {', '.join(CATEGORIES)}",
             source=source, line=number,
         )
-    if freq and not freq.isdigit():
-        raise TermTreeError(f"{source}:{number}: freq must be a non-negative integer, got {freq!r}",
-                            source=source, line=number)
+    # ASCII digits only (str.isdigit also takes '²' and other scripts' digits, which int() refuses),
+    # and at most 18 of them: a count, not a number int() would spend seconds on.
+    if freq and not (freq.isascii() and freq.isdigit() and len(freq) <= 18):
+        raise TermTreeError(f"{source}:{number}: freq must be a non-negative integer of at most 18 digits, "
+                            f"got {freq[:30]!r}", source=source, line=number)
     return Term(term, category, termid or make_termid(category, term), int(freq) if freq else 0, origin)
