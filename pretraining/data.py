@@ -16,6 +16,8 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import lzma
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +30,8 @@ from taskflow.text import Normalizer
 
 from .vocab import read_documents
 
-SHARD_SUFFIX = ".u16.xz"   # pretraining.shards' pieces
+SHARD_SUFFIX = ".u16.xz"          # pretraining.shards' pieces, and the file beside them naming each
+SHARD_MANIFEST = "shards.json"
 IGNORE = -100   # the label of positions that are not predicted (PyTorch's cross-entropy default)
 
 
@@ -95,8 +98,6 @@ def load_part(path: str | Path, vocab: CharVocab, *, segmenter: str | None, cach
     if path.name.endswith(SHARD_SUFFIX):
         if segmenter:
             raise ValueError(f"{path}: shard pieces hold ids only; whole-word masking needs the text parts")
-        from .shards import read_piece
-
         ids = read_piece(path, vocab_digest(vocab))
         log(f"{path.name}: {len(ids)} ids (shard)")
         return Part(path.name, ids, None)
@@ -137,6 +138,31 @@ def load_part(path: str | Path, vocab: CharVocab, *, segmenter: str | None, cach
         finally:
             tmp.unlink(missing_ok=True)
     return Part(path.name, ids, starts)
+
+
+def read_piece(path: str | Path, digest: str | None = None) -> np.ndarray:
+    """One piece's ids, checked against ``shards.json`` beside it (sha256, count, vocabulary)."""
+    path = Path(path)
+    manifest_path = path.parent / SHARD_MANIFEST
+    if not manifest_path.is_file():
+        raise ValueError(f"{path}: no {SHARD_MANIFEST} beside it (write shards with python -m pretraining.shards)")
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    entry = next((p for p in manifest["pieces"] if p["name"] == path.name), None)
+    if entry is None:
+        raise ValueError(f"{path}: not listed in {manifest_path}")
+    if digest is not None and manifest["vocab_digest"] != digest:
+        raise ValueError(f"{path} was tokenised with vocabulary {manifest['vocab_digest']}, this run's is "
+                         f"{digest}: write the shards again with the run's vocabulary")
+    if manifest["normalization"] != list(NORMALIZATION):
+        raise ValueError(f"{path} was normalised as {manifest['normalization']}, the encoder reads "
+                         f"{list(NORMALIZATION)}: write the shards again")
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+        raise ValueError(f"{path}: sha256 differs from {SHARD_MANIFEST} (a damaged or partial copy)")
+    ids = np.frombuffer(lzma.decompress(data), dtype="<u2").astype(np.uint16)
+    if len(ids) != entry["ids"]:
+        raise ValueError(f"{path}: {len(ids)} ids, {SHARD_MANIFEST} says {entry['ids']}")
+    return ids
 
 
 # ------------------------------------------------------------------ order

@@ -28,10 +28,9 @@ import numpy as np
 
 from taskflow.encoder import NORMALIZATION, SEP, CharVocab
 
+from .data import SHARD_MANIFEST as MANIFEST
 from .data import SHARD_SUFFIX as SUFFIX
 from .data import load_part, vocab_digest
-
-MANIFEST = "shards.json"
 
 
 def write_piece(path: Path, ids: np.ndarray) -> str:
@@ -44,31 +43,6 @@ def write_piece(path: Path, ids: np.ndarray) -> str:
     finally:
         tmp.unlink(missing_ok=True)
     return hashlib.sha256(data).hexdigest()
-
-
-def read_piece(path: str | Path, vocab_digest: str | None = None) -> np.ndarray:
-    """One piece's ids, checked against ``shards.json`` beside it (sha256, count, vocabulary)."""
-    path = Path(path)
-    manifest_path = path.parent / MANIFEST
-    if not manifest_path.is_file():
-        raise ValueError(f"{path}: no {MANIFEST} beside it (write shards with python -m pretraining.shards)")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    entry = next((p for p in manifest["pieces"] if p["name"] == path.name), None)
-    if entry is None:
-        raise ValueError(f"{path}: not listed in {manifest_path}")
-    if vocab_digest is not None and manifest["vocab_digest"] != vocab_digest:
-        raise ValueError(f"{path} was tokenised with vocabulary {manifest['vocab_digest']}, this run's is "
-                         f"{vocab_digest}: write the shards again with the run's vocabulary")
-    if manifest["normalization"] != list(NORMALIZATION):
-        raise ValueError(f"{path} was normalised as {manifest['normalization']}, the encoder reads "
-                         f"{list(NORMALIZATION)}: write the shards again")
-    data = path.read_bytes()
-    if hashlib.sha256(data).hexdigest() != entry["sha256"]:
-        raise ValueError(f"{path}: sha256 differs from {MANIFEST} (a damaged or partial copy)")
-    ids = np.frombuffer(lzma.decompress(data), dtype="<u2").astype(np.uint16)
-    if len(ids) != entry["ids"]:
-        raise ValueError(f"{path}: {len(ids)} ids, {MANIFEST} says {entry['ids']}")
-    return ids
 
 
 def cut_points(ids: np.ndarray, size: int) -> list[int]:

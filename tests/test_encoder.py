@@ -897,3 +897,37 @@ def test_the_gpu_script_pretrains_packs_and_brings_the_checkpoint_back_within_ei
         (full / f"earlier.{i}").write_text("x")
     assert "left in" in run_script(full, tmp_path / "w2")
     assert not list(full.glob("mlm.tar.*"))
+
+
+def test_corpus_shards_hold_a_part_s_ids_and_refuse_a_damaged_piece_or_another_vocabulary(tmp_path):
+    from pretraining import shards
+    from pretraining.data import load_part, read_piece, vocab_digest
+
+    corpus = tmp_path / "part.txt.gz"
+    documents = [f"第{i}篇文档。它讲的是天气和城市，ABC {i}。" * (1 + i % 4) for i in range(300)]
+    with gzip.open(corpus, "wt", encoding="utf-8") as handle:
+        handle.write("\n".join(documents) + "\n")
+    chars = sorted({c for d in documents for c in d.lower()})
+    vocab_file = tmp_path / "vocab.txt"
+    vocab = CharVocab([*SPECIAL_TOKENS, *chars])
+    vocab.save(vocab_file)
+    out = tmp_path / "shards"
+    # Pieces of ~2,000 ids: several, each ending after a document's [SEP].
+    assert shards.main(["--corpus", str(corpus), "--vocab", str(vocab_file), "--out", str(out),
+                        "--piece-mib", str(2000 * 1.1 / 1048576)]) == 0
+    pieces = sorted(out.glob("*.u16.xz"))
+    assert len(pieces) > 2
+    whole = load_part(corpus, vocab, segmenter=None, cache_dir=None, log=lambda _: None).ids
+    read = [load_part(p, vocab, segmenter=None, cache_dir=None, log=lambda _: None).ids for p in pieces]
+    assert all(ids[-1] == SEP for ids in read)
+    np.testing.assert_array_equal(np.concatenate(read), whole)
+
+    with pytest.raises(ValueError, match="tokenised with vocabulary"):
+        read_piece(pieces[0], vocab_digest(CharVocab([*SPECIAL_TOKENS, *chars[:-1]])))
+    damaged = bytearray(pieces[1].read_bytes())
+    damaged[len(damaged) // 2] ^= 0xFF
+    pieces[1].write_bytes(bytes(damaged))
+    with pytest.raises(ValueError, match="sha256 differs"):
+        read_piece(pieces[1])
+    with pytest.raises(ValueError, match="whole-word masking needs the text"):
+        load_part(pieces[0], vocab, segmenter="jieba", cache_dir=None)
