@@ -23,7 +23,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from .errors import InvalidInputError, TaskflowError
+from .errors import CommandParser, InvalidInputError, TaskflowError
 
 COMMANDS = ("list", "download", "pack", "train")
 
@@ -71,13 +71,6 @@ class _StderrHandler(logging.StreamHandler):
     @stream.setter
     def stream(self, value):
         pass
-
-
-class CommandParser(argparse.ArgumentParser):
-    """argparse, with its errors as the one ``taskflow: error:`` line every other error is."""
-
-    def error(self, message: str):
-        self.exit(2, f"taskflow: error: {message} (see `{self.prog} --help`)\n")
 
 
 def _common_options(parser: argparse.ArgumentParser) -> None:

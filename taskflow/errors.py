@@ -4,11 +4,16 @@ Each class subclasses the builtin a caller would already catch
 (``ValueError`` for bad input, ``FileNotFoundError`` for a missing model...),
 so ``except ValueError`` keeps working, while ``except TaskflowError`` catches
 exactly ours.  Messages say what arrived, what is allowed and how to fix it.
+On the command line every error is one ``taskflow: error:`` line, argument
+errors too (:class:`CommandParser`, for the CLI and the training commands alike).
 """
 
 from __future__ import annotations
 
+import argparse
+
 __all__ = [
+    "CommandParser",
     "TaskflowError",
     "InvalidInputError",
     "InputTypeError",
@@ -201,3 +206,10 @@ class TrainingDataError(TaskflowError, ValueError):
         super().__init__(message)
         self.source = source
         self.line = line
+
+
+class CommandParser(argparse.ArgumentParser):
+    """argparse, with its errors as the one ``taskflow: error:`` line every other error is."""
+
+    def error(self, message: str):
+        self.exit(2, f"taskflow: error: {message} (see `{self.prog} --help`)\n")

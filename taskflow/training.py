@@ -62,7 +62,7 @@ def recipe_parser(task: str, doc: str | None, *, data: str | None, name: str | N
     a network with :func:`fit` (``network``), ``--average-weights``; the recipe adds its own.
     ``doc`` (the recipe's docstring) is the help text as written.
     """
-    from .cli import CommandParser   # its errors are one `taskflow: error:` line, as the rest of the CLI's
+    from .errors import CommandParser
 
     parser = CommandParser(prog=f"taskflow train {task}", description=doc,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
