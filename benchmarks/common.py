@@ -14,12 +14,33 @@ from pathlib import Path
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
 
+# The vector extensions that decide which kernels oneDNN (and LAC's, jieba's numpy's) can run.
+VECTOR_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_bf16", "amx_int8")
+
+
+def cpu() -> str:
+    """The CPU model and its vector extensions, from /proc/cpuinfo (``platform.processor()`` says
+    only "x86_64" on Linux, and the same script runs 2x apart on two models)."""
+    model, flags = platform.processor() or platform.machine(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and model in ("", "x86_64", platform.machine()):
+                model = value.strip()
+            elif key.strip() == "flags" and not flags:
+                flags = set(value.split())
+    except OSError:
+        pass
+    found = [flag for flag in VECTOR_FLAGS if flag in flags]
+    return f"{model} ({' '.join(found) or 'no AVX2'})"
+
+
 def machine() -> str:
     import importlib.metadata as md
 
     paddle = md.version("paddlepaddle") if _has("paddlepaddle") else "none"
     return (
-        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"{cpu()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
         f"paddlepaddle {paddle}, {datetime.date.today().isoformat()}"
     )
 
