@@ -279,7 +279,7 @@ def main() -> None:
         "",
         table(["segmenter", "chars/s", "P", "R", "F1", "PER/LOC/ORG F1", "segmentation standard"], rows),
         "",
-        "; ".join(ratios) + " (target: >= 1.2x LAC on paddlepaddle 2.6.2, issue 23).",
+        "; ".join(ratios) + " (target: >= 1.2x LAC on paddlepaddle 2.6.2).",
         "",
     ]
     body = "## lexical_analysis: speed vs LAC and pkuseg\n\n" + "\n".join(lines)

@@ -1,4 +1,4 @@
-"""sentiment_analysis leave-one-domain-out dev (issue 24): the off-genre figure.
+"""sentiment_analysis leave-one-domain-out dev: the off-genre figure.
 
     python benchmarks/lodo_sentiment.py --data ../shared/data/sentiment --work DIR --systems tfidf
     python benchmarks/lodo_sentiment.py --data ../shared/data/sentiment --work DIR --systems taskflow \\
@@ -336,12 +336,12 @@ def section(results: dict[str, dict[str, dict]], cats: list[str], sizes: dict[st
         f"Folds from code at commit {', '.join(commits) or 'none yet'}. Machine: {machine()}. Command: `{command}`.",
     ]
     return "\n".join([
-        "## sentiment_analysis: leave-one-domain-out dev (issue 24)",
+        "## sentiment_analysis: leave-one-domain-out dev",
         "",
         f"For each of online_shopping_10_cats' {len(cats)} categories c: train on its train rows outside c plus ChnSentiCorp "
         "train and waimai_10k train; score on its **dev** rows of c (the figure decisions are made on). The test rows "
         "of c are scored too, in the columns marked *report only*. The off-genre figure is the mean over the "
-        "categories, each counting once; issue 24's target is taskflow >= TF-IDF + LR + 3 points on it. "
+        "categories, each counting once; the target is taskflow >= TF-IDF + LR + 3 points on it. "
         "ChnSentiCorp (hotel, notebook and book reviews) is always in training, so 酒店, 计算机 and 书籍 are not "
         "fully off-genre; the last row leaves them out. The small categories' figures are noisy (n = dev rows).",
         "",

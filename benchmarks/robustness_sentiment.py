@@ -1,4 +1,4 @@
-"""sentiment_analysis robustness (issue 24): the CheckList-style suite of
+"""sentiment_analysis robustness: the CheckList-style suite of
 taskflow.tasks.sentiment_analysis.robustness run through the product (Taskflow, the shipped
 package) and beside the char n-gram TF-IDF + logistic regression baseline of
 accuracy_sentiment.py, trained on the same training files.
@@ -112,7 +112,7 @@ def main() -> None:
             failure_rows.append([kind, _short(text), failure["predicted"], wanted])
 
     body = "\n".join([
-        "## sentiment_analysis: robustness (CheckList-style suite, issue 24)",
+        "## sentiment_analysis: robustness (CheckList-style suite)",
         "",
         f"Model{'s' if len(flows) > 1 else ''} " + ", ".join(f"`{f.task.manifest.name}` {f.task.manifest.version}" for f in flows)
         + " through `Taskflow('sentiment_analysis')`, beside the char 1-3-gram "
@@ -136,11 +136,11 @@ def main() -> None:
         "",
         confidence_line,
         "",
-        "The issue's sentences:",
+        "The reported sentences:",
         "",
         table(["text", "gold", *systems], issue_rows),
         "",
-        f"First failures of {names[-1]} per kind (the issue's cases come first):",
+        f"First failures of {names[-1]} per kind (the reported cases come first):",
         "",
         table(["kind", "text", "taskflow says", "expected"], failure_rows),
     ])

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fine-tune the committed encoder checkpoint on a lent GPU in one call: the span head (CMRC 2018),
+# Fine-tune the committed encoder checkpoint on a GPU in one command: the span head (CMRC 2018),
 # the sentiment head and the pair cross-encoder, each package packed into 15 MiB pieces under $OUT
 # as soon as it is written, while they fit in 60 MiB (what a call brings back); the rest waits in
 # $W for the next call.  Runs from the repository root with PyTorch and numpy alone: no install

@@ -1,4 +1,4 @@
-"""Carry a pretraining checkpoint from one GPU session to the next.
+"""Carry a pretraining checkpoint from one machine to the next.
 
     python -m pretraining.portable pack pretraining/runs/base/checkpoint.pt $OUT/base      # on the GPU machine
     python -m pretraining.portable unpack pretraining/runs/base_portable pretraining/runs/base/checkpoint.pt

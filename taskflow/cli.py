@@ -7,7 +7,7 @@
     taskflow sentiment_analysis --input reviews.jsonl --output out/ --backend ray
     taskflow list
     taskflow download sentiment_analysis
-    taskflow pack resources/sentiment_analysis/char_cnn served/
+    taskflow pack my_model/ served/                          (lay a package out for a PPNLP_ENDPOINT server)
     taskflow train sentiment_analysis --data-dir ../shared/data/sentiment --out my_model/
 """
 

@@ -1,4 +1,4 @@
-"""benchmarks/lodo_sentiment.py (issue 24's leave-one-domain-out dev) on tiny data written here:
+"""benchmarks/lodo_sentiment.py (the leave-one-domain-out dev) on tiny data written here:
 what each fold trains and scores on, and the cache that lets a run resume without mixing runs.
 Only the TF-IDF system: the taskflow system trains a model per fold."""
 

@@ -189,7 +189,7 @@ def test_download_of_a_task_without_a_bundled_model_says_how_to_train_one(capsys
     assert "has no bundled model" in err and "taskflow train text_classification --train" in err
 
 
-# ------------------------------------------------------------------ what a new user meets (issue 26)
+# ------------------------------------------------------------------ what a new user meets
 
 def _flag_help(help_text: str) -> dict[str, str]:
     """``{flag: its help on one line}`` from ``--help`` output (argparse wraps it, and puts a long flag's

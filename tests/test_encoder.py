@@ -863,7 +863,7 @@ def test_pair_fine_tuning_writes_a_cross_encoder_package_that_taskflow_runs_as_p
 def test_the_gpu_script_pretrains_packs_and_brings_the_checkpoint_back_within_eight_files(tmp_path):
     """pretraining/gpu_finetune.sh with ONLY=pretrain, on the CPU: the resumed checkpoint reaches STEPS
     and comes back as tar pieces that unpack to it; a piece that would make a ninth file stays behind
-    (a call brings back 8 files: the fourth lease lost a checkpoint to that count)."""
+    (a GPU command brings back at most 8 files: a checkpoint was once lost to that count)."""
     torch = pytest.importorskip("torch")
     portable, pretrain, vocab_recipe = (_import_recipe()[i] for i in (2, 3, 4))
     corpus = [str(p) for p in _write_corpus(tmp_path)]

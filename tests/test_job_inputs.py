@@ -145,7 +145,7 @@ def test_the_issue_csv_with_an_unclosed_quote_at_line_501(flow, tmp_path):
 
 
 def test_a_line_no_job_could_get_past_is_a_bad_record_and_resume_gets_past_it(tiny_sentiment, tmp_path, capsys):
-    """Issue 27: a 5,000-digit number, or a lone surrogate escape, crashed the job with a traceback even
+    """A 5,000-digit number, or a lone surrogate escape, crashed the job with a traceback even
     under --on-error skip, and --resume crashed again on the same line."""
     rows = [json.dumps({"id": i, "text": t}, ensure_ascii=False) for i, t in enumerate(TEXTS)]
     rows[7] = '{"id": 7, "text": "好", "n": ' + "9" * 5000 + "}"

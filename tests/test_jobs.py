@@ -234,7 +234,7 @@ def _interrupt(flow, monkeypatch, source, target, *, chunk_size=64, at_chunk=3, 
 
 def test_the_issue_a_resume_by_another_task_and_model_is_refused_and_changes_nothing(
         tiny_sentiment, tiny_models, tmp_path, capsys):
-    """Issue 22: a sentiment_analysis job stopped at a bad JSON line; the line was fixed and the job
+    """A sentiment_analysis job stopped at a bad JSON line; the line was fixed and the job
     resumed as text_classification with another package, which wrote y/z labels after positive/negative."""
     rows = [json.dumps({"id": i, "text": t}, ensure_ascii=False) for i, t in enumerate(TEXTS[:300])]
     source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
@@ -392,7 +392,7 @@ def test_a_resume_that_cannot_continue_says_why_and_changes_nothing(flow, tmp_pa
 
 
 def test_job_files_do_not_follow_planted_links(flow, tmp_path, monkeypatch):
-    """Issue 27: a results file overwrote precious.txt through a link planted at a job file's
+    """A results file overwrote precious.txt through a link planted at a job file's
     predictable name.  A new job replaces such links; a resume refuses to write through them."""
     lines = list(TEXTS[:100])
     lines[3] = ""

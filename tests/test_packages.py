@@ -675,7 +675,7 @@ def test_pack_refuses_a_package_whose_files_were_edited(tmp_path):
     assert files_under(tmp_path / "www") == []
 
 
-# ------------------------------------------------ names that become paths (issue 27)
+# ------------------------------------------------ names that become paths
 
 UNSAFE_NAMES = ["/home/u", "../../..", "..", ".", "", "a/b", "a\\b", "C:evil", "x\x00y", "x\ny", ".hidden", " 1.0"]
 
@@ -721,7 +721,7 @@ def _hand_made_package(directory: Path, files: dict[str, bytes], **fields) -> Pa
 
 @pytest.mark.parametrize("version", ["home", "../../.."])
 def test_pack_cannot_write_outside_its_destination(tmp_path, version):
-    # The proof of issue 27: a version naming a folder (absolute, or climbing out of DEST) and a .bashrc.
+    # The proof: a version naming a folder (absolute, or climbing out of DEST) and a .bashrc.
     victim = tmp_path / "home"
     victim.mkdir()
     (victim / ".bashrc").write_text("precious")

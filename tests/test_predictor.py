@@ -264,7 +264,7 @@ def test_changed_network_code_gets_a_fresh_export(tiny_sentiment, tmp_path, monk
     assert len(exports()) == 2 and first[0] in exports()
 
 
-# --------------------------------------------- exports nobody else can choose (issue 27)
+# --------------------------------------------- exports nobody else can choose
 
 TEXTS = ["这家酒店很干净，服务也好", "等了一个小时还没上菜", "好"]
 
@@ -305,7 +305,7 @@ def _with_architecture(package: Path, out: Path, **changes) -> Path:
 
 
 def test_a_task_path_package_cannot_change_what_a_pinned_model_runs(bundled_tiny, tmp_path):
-    # The proof of issue 27: the same name, version and weights as a pinned model, one architecture
+    # The proof: the same name, version and weights as a pinned model, one architecture
     # argument changed; run once, it used to leave its export where the pinned model found it.
     clean = _scores(Taskflow("sentiment_analysis", model="tiny", home=tmp_path / "clean", return_all_scores=True))
     evil = _with_architecture(bundled_tiny, tmp_path / "evil", deep_weight=-20.0)

@@ -135,7 +135,7 @@ def test_only_listed_models_load(tiny_sentiment):
 
 @pytest.mark.parametrize("form", ["absolute", "relative", "dotted", "home"])
 def test_a_model_name_that_is_a_path_is_refused(tiny_sentiment, tmp_path, monkeypatch, form):
-    """Issue 27: model="/any/dir/evil" loaded the package in that folder as if it had shipped with
+    """model="/any/dir/evil" loaded the package in that folder as if it had shipped with
     taskflow (and wrote its export beside it).  A package of one's own is task_path=."""
     import json
     import shutil

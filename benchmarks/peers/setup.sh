@@ -72,7 +72,7 @@ if [ ! -d "$PKUSEG_HOME/postag" ]; then
     fi
 fi
 
-# LAC as its users can install it today (issue 23): paddlepaddle 2.6.2 on this project's Python, with
+# LAC as its users can install it today: paddlepaddle 2.6.2 on this project's Python, with
 # paddle.fluid aliased to paddle.base by runner.py; much faster than on 1.8.5.  Also the recipe's teacher
 # (tasks/lexical_analysis/lac_labels.py).
 LAC_VENV="$HERE/.venv-lac"
