@@ -499,3 +499,37 @@ def test_calibrate_tunes_the_ensemble_threshold_on_the_selection_splits(ensemble
               for pairs in splits]
     mean_accuracy = lambda t: np.mean([np.mean((s >= t) == (y > 0.5)) for s, y in scored])
     assert mean_accuracy(tuned) == max(mean_accuracy(t) for t in np.round(np.arange(0.05, 0.951, 0.01), 2))
+
+
+# ------------------------------------------------------------------ contrast dev set
+
+CONTRAST_KINDS = ("negation", "antonym", "time", "place", "number", "entity", "question", "role")
+PARAPHRASE_KINDS = ("paraphrase_words", "paraphrase_order")
+CONTRAST_DOMAINS = ("assistant", "shopping", "banking", "travel", "health", "general")
+
+
+def test_contrast_dev_set_is_well_formed_balanced_and_without_duplicates():
+    from collections import Counter
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "recipes" / "text_similarity" / "dev" / "contrast_dev.jsonl"
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [json.loads(line) for line in lines]                 # every line parses
+    for row in rows:
+        assert set(row) == {"text1", "text2", "label", "kind", "domain"}, row
+        assert isinstance(row["text1"], str) and isinstance(row["text2"], str), row
+        assert row["text1"].strip() and row["text2"].strip() and row["text1"] != row["text2"], row
+        assert row["label"] in (0, 1) and type(row["label"]) is int, row
+        assert row["kind"] in CONTRAST_KINDS + PARAPHRASE_KINDS, row
+        assert row["domain"] in CONTRAST_DOMAINS, row
+        # a contrast differs in meaning (label 0), a paraphrase keeps it (label 1)
+        assert row["label"] == (0 if row["kind"] in CONTRAST_KINDS else 1), row
+    assert len(rows) >= 300
+    labels = Counter(row["label"] for row in rows)
+    assert labels[0] == labels[1] == len(rows) // 2
+    pairs = Counter(frozenset((row["text1"], row["text2"])) for row in rows)
+    assert [sorted(p) for p, n in pairs.items() if n > 1] == []  # no pair twice, in either order
+    kinds = Counter(row["kind"] for row in rows)
+    assert all(kinds[kind] >= 15 for kind in CONTRAST_KINDS), kinds
+    assert all(kinds[kind] >= 40 for kind in PARAPHRASE_KINDS), kinds
+    assert set(Counter(row["domain"] for row in rows)) == set(CONTRAST_DOMAINS)
