@@ -453,3 +453,31 @@ def test_recipe_without_augmentation_records_none(tmp_path):
     manifest = Manifest.load(tmp_path / "pkg" / "manifest.json")
     assert manifest["training"]["augmentation"] is None and manifest["training"]["examples"]["generated"] == 0
     assert manifest.get("temperature") is None and manifest.get("calibration") is None
+
+
+GENRE_DEV_GENRES = {"film", "book", "forum", "product_qa", "news_comment", "app", "game", "restaurant", "travel",
+                    "course"}
+
+
+def test_genre_dev_format():
+    """recipes/sentiment_analysis/dev/genre_dev.tsv: the hand-checked out-of-genre set that
+    benchmarks/accuracy_sentiment_genre.py scores."""
+    import csv
+    from collections import Counter
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "recipes" / "sentiment_analysis" / "dev" / "genre_dev.tsv"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "label\tgenre\ttext"
+    assert all(line.count("\t") == 2 for line in lines), "every row is three tab-separated fields"
+    with open(path, encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+    assert len(rows) == len(lines) - 1 >= 300
+    assert {r["label"] for r in rows} <= {"positive", "negative"}
+    assert {r["genre"] for r in rows} <= GENRE_DEV_GENRES
+    per_genre = Counter(r["genre"] for r in rows)
+    assert len(per_genre) >= 8 and min(per_genre.values()) >= 25, per_genre
+    texts = [r["text"] for r in rows]
+    assert all(t == t.strip() and 8 <= len(t) <= 150 for t in texts)
+    assert len(set(texts)) == len(texts), "no text twice"
+    assert 0.4 <= sum(r["label"] == "positive" for r in rows) / len(rows) <= 0.6
