@@ -3,7 +3,7 @@ the product (Taskflow, static graph), beside a simple heuristic baseline on
 the same questions, both scored with CMRC 2018's official EM / F1; the mean
 length of its answers beside the references'; and "no answer" with
 ``handle_impossible_answer=True``: its share on the unanswerable report set
-(``tasks/reading_comprehension/dev/unanswerable_report.jsonl``, never tuned
+(``recipes/reading_comprehension/dev/unanswerable_report.jsonl``, never tuned
 on) and what it costs on the (answerable) dev questions.
 
     python benchmarks/accuracy_mrc.py --data ../shared/data/mrc/cmrc2018 \
@@ -30,11 +30,12 @@ from collections import Counter
 from pathlib import Path
 from statistics import mean
 
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(1, str(ROOT))      # the lab (recipes/): the unanswerable sets and their reader
 from common import machine, table, update_section  # noqa: E402
 
-UNANSWERABLE = (Path(__file__).resolve().parents[1] / "tasks" / "reading_comprehension" / "dev"
-                / "unanswerable_report.jsonl")
+UNANSWERABLE = ROOT / "recipes" / "reading_comprehension" / "dev" / "unanswerable_report.jsonl"
 _SENTENCE = re.compile(r"[^。！？；!?;\n]+[。！？；!?;\n]*")
 _PUNCT = set("，。！？；：、,.!?;:“”‘’\"'（）()《》<>【】[]「」『』 \n\t·-—…")
 
@@ -104,9 +105,9 @@ def main() -> None:
     args = parser.parse_args()
 
     from taskflow import Taskflow
+    from recipes.reading_comprehension.calibrate import read_unanswerable
     from taskflow.tasks.reading_comprehension.metrics import evaluate
-    from taskflow.tasks.reading_comprehension.calibrate import read_unanswerable
-    from taskflow.tasks.reading_comprehension.train import read_squad
+    from taskflow.tasks.reading_comprehension.squad import read_squad
 
     rows = read_squad(Path(args.data) / "dev.json")[: args.limit]
     references = [r["answers"] for r in rows]

@@ -53,7 +53,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from taskflow import Taskflow
-    from taskflow.tasks.reading_comprehension.train import read_squad
+    from taskflow.tasks.reading_comprehension.squad import read_squad
 
     rows = read_squad(Path(args.data) / "dev.json")
     load = quiet_load()

@@ -33,7 +33,7 @@ def main() -> None:
 
     from taskflow import Taskflow
     from taskflow.tasks.reading_comprehension.metrics import evaluate
-    from taskflow.tasks.reading_comprehension.train import read_squad
+    from taskflow.tasks.reading_comprehension.squad import read_squad
 
     rows = read_squad(Path(args.data) / "dev.json")[: args.limit]
     references = [r["answers"] for r in rows]

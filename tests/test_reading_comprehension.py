@@ -13,18 +13,19 @@ import numpy as np
 import pytest
 from make_tiny_models import MRC_CONTEXT
 
+from recipes.reading_comprehension.calibrate import package_scores, tune_null_threshold
+from recipes.reading_comprehension.train import main as recipe
 from taskflow import Taskflow
 from taskflow.cli import main
 from taskflow.errors import InputTypeError, InvalidInputError, ManifestError, OptionError
 from taskflow.tasks.reading_comprehension.data import (
     FEATURES, Vocab, best_spans, ensemble_null, mean_span_scores, merge, normalise, prepare, top_spans, windows)
-from taskflow.tasks.reading_comprehension.calibrate import package_scores, tune_null_threshold
 from taskflow.tasks.reading_comprehension.metrics import em_score, evaluate, f1_score, mixed_segmentation
 
 QUESTION = "浙江省的省会是哪里？"
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "resources" / "reading_comprehension" / "drqa_char"
-DEV = ROOT / "tasks" / "reading_comprehension" / "dev"
+DEV = ROOT / "recipes" / "reading_comprehension" / "dev"
 
 
 @pytest.fixture(scope="module")
@@ -350,7 +351,7 @@ def test_joint_decoding_gives_the_probabilities_the_joint_loss_trains():
     """For every target span (NULL included), exp(-joint loss) is the probability best_spans
     gives that span from the network's outputs (softmaxed start / end and the length scores)."""
     paddle = pytest.importorskip("paddle")
-    from taskflow.tasks.reading_comprehension.train import joint_span_loss
+    from recipes.reading_comprehension.train import joint_span_loss
 
     rng = np.random.default_rng(0)
     length, width, longest = 9, 12, 4                   # 9 real chars, 2 pads, spans of at most 4 chars
@@ -396,11 +397,11 @@ def _train_tiny(root: Path, *options: str, chars: tuple[str, ...] = ("--no-pretr
     unanswerable.write_text("".join(json.dumps({"context": contexts[(i + 1) % 3][0], "question": q}, ensure_ascii=False)
                                     + "\n" for i, (_, qas) in enumerate(contexts) for q, _ in qas), encoding="utf-8")
     out = root / "model"
-    assert main(["train", "reading_comprehension", "--data-dir", str(data), "--out", str(out), "--char-dim", "8",
-                 "--hidden", "6", "--layers", "1", "--min-char", "1", "--min-word", "1", "--window", "24",
-                 "--max-seq-len", "32", "--doc-stride", "8", "--max-answer-len", "6", "--epochs", "2",
-                 "--batch-size", "4", "--warmup", "2", "--evals", "2", *chars,
-                 "--unanswerable", str(unanswerable), *options]) == 0
+    assert recipe(["--data-dir", str(data), "--out", str(out), "--char-dim", "8",
+                   "--hidden", "6", "--layers", "1", "--min-char", "1", "--min-word", "1", "--window", "24",
+                   "--max-seq-len", "32", "--doc-stride", "8", "--max-answer-len", "6", "--epochs", "2",
+                   "--batch-size", "4", "--warmup", "2", "--evals", "2", *chars,
+                   "--unanswerable", str(unanswerable), *options]) == 0
     return out
 
 
@@ -560,7 +561,7 @@ def test_tuning_picks_the_lowest_threshold_within_the_f1_budget():
 # ------------------------------------------------- selection set, unanswerable sets
 
 def test_the_held_out_selection_slice_is_whole_passages_and_seeded():
-    from taskflow.tasks.reading_comprehension.train import hold_out
+    from recipes.reading_comprehension.train import hold_out
 
     rows = [{"context": f"passage {c}", "question": f"q{c}.{q}"} for c in range(50) for q in range(c % 4 + 1)]
     kept, held = hold_out(rows, 1000, seed=7)
@@ -636,7 +637,7 @@ def test_a_length_prior_in_the_manifest_decodes_a_package_without_a_length_score
 
 
 def test_calibrate_writes_a_length_prior_from_the_training_answers(tiny, tmp_path):
-    from taskflow.tasks.reading_comprehension.calibrate import main as calibrate
+    from recipes.reading_comprehension.calibrate import main as calibrate
 
     package = tmp_path / "tiny"
     shutil.copytree(tiny, package)
@@ -773,7 +774,7 @@ def test_the_ensemble_s_own_null_threshold_is_tuned_and_used(ensemble_package, t
     assert Taskflow("reading_comprehension", task_path=package, ensemble=False).task.null_threshold == 7.5
     assert Taskflow("reading_comprehension", task_path=package, null_threshold=1.0).task.null_threshold == 1.0
     answerable, unanswerable = _tuning_files(tmp_path)
-    from taskflow.tasks.reading_comprehension.calibrate import main as calibrate
+    from recipes.reading_comprehension.calibrate import main as calibrate
 
     assert calibrate(["null-threshold", "--package", str(package), "--answerable", str(answerable),
                       "--unanswerable", str(unanswerable), "--write"]) == 0
@@ -826,7 +827,7 @@ def test_a_null_model_decides_no_answer_by_its_score_for_the_readers_it_was_fitt
 
 
 def test_fitting_a_null_model_separates_questions_the_context_does_not_hold():
-    from taskflow.tasks.reading_comprehension.calibrate import fit_null_model
+    from recipes.reading_comprehension.calibrate import fit_null_model
 
     context = "杭州市是浙江省的省会，位于中国东南沿海，西湖在城市西部。"
     asked = ["杭州市是哪个省的省会", "西湖在城市的哪里", "杭州位于中国哪里", "浙江省的省会是哪里"]
@@ -841,7 +842,7 @@ def test_fitting_a_null_model_separates_questions_the_context_does_not_hold():
 
 
 def test_calibrate_null_model_writes_the_fit_and_the_task_uses_it(ensemble_package, tmp_path):
-    from taskflow.tasks.reading_comprehension.calibrate import main as calibrate
+    from recipes.reading_comprehension.calibrate import main as calibrate
 
     package = tmp_path / "pair"
     shutil.copytree(ensemble_package, package)
@@ -872,7 +873,7 @@ def test_an_ensemble_naming_no_required_reader_is_a_manifest_error(tiny, tmp_pat
 def test_calibrate_ensemble_weights_scores_each_weighting_as_the_task_runs_it(ensemble_package, tmp_path):
     """The tuning decodes cached network outputs; each weighting's F1 / EM must be what the task
     gives with those weights in the manifest, and the best is written."""
-    from taskflow.tasks.reading_comprehension.calibrate import main as calibrate
+    from recipes.reading_comprehension.calibrate import main as calibrate
     from taskflow.tasks.reading_comprehension.metrics import evaluate
     from taskflow.training import update_manifest
 

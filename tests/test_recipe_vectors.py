@@ -65,7 +65,7 @@ def weight(layer) -> np.ndarray:
 def test_reading_comprehension_char_table_from_the_vectors_at_the_svd_scale(tmp_path):
     from taskflow.tasks.reading_comprehension.data import FEATURES, Vocab
     from taskflow.tasks.reading_comprehension.model import ReaderNet
-    from taskflow.tasks.reading_comprehension.train import start_from_vectors
+    from recipes.reading_comprehension.train import start_from_vectors
 
     vectors = write_vectors(tmp_path / "vectors", {"char": 8}, {"char": ["的", "杭", "州", "湖", "西", "，"]})
     vocab = Vocab(["[PAD]", "[UNK]", "[NULL]", "杭", "州", "鑫", "西"], [("[PAD]", 0), ("[UNK]", 0)])
@@ -82,7 +82,7 @@ def test_reading_comprehension_char_table_from_the_vectors_at_the_svd_scale(tmp_
 
 
 def test_reading_comprehension_vectors_replace_the_svd_step(capsys):
-    from taskflow.tasks.reading_comprehension.train import parse_args
+    from recipes.reading_comprehension.train import parse_args
 
     assert parse_args(["--data-dir", "d", "--out", "o", "--vectors", "v"]).vectors == "v"
     for other in (["--no-pretrain"], ["--pretrain-files", "corpus.txt"]):
@@ -239,7 +239,7 @@ def test_reading_comprehension_recipe_ships_the_vectors_char_table(tmp_path):
     """A tiny run with --lr 0: the shipped char table is the vectors' at unit length, and the
     manifest's char_vectors names them."""
     pytest.importorskip("jieba")
-    from taskflow.cli import main as cli
+    from recipes.reading_comprehension.train import main as recipe
     from taskflow.packages import Manifest
 
     context = "杭州市是浙江省的省会，位于中国东南沿海。西湖在杭州市的西面。"
@@ -253,11 +253,11 @@ def test_reading_comprehension_recipe_ships_the_vectors_char_table(tmp_path):
     (data / "train.json").write_text(json.dumps(squad, ensure_ascii=False), encoding="utf-8")
     vectors = write_vectors(tmp_path / "vectors", {"char": 8}, {"char": ["的", "杭", "州", "西", "湖", "省"]})
     out = tmp_path / "model"
-    assert cli(["train", "reading_comprehension", "--data-dir", str(data), "--out", str(out), "--char-dim", "8",
-                "--hidden", "4", "--layers", "1", "--min-char", "1", "--min-word", "1", "--window", "24",
-                "--max-seq-len", "32", "--doc-stride", "8", "--max-answer-len", "6", "--epochs", "1",
-                "--batch-size", "4", "--warmup", "1", "--evals", "1", "--lr", "0", "--report", "", "--unanswerable", "",
-                "--vectors", str(vectors)]) == 0
+    assert recipe(["--data-dir", str(data), "--out", str(out), "--char-dim", "8",
+                   "--hidden", "4", "--layers", "1", "--min-char", "1", "--min-word", "1", "--window", "24",
+                   "--max-seq-len", "32", "--doc-stride", "8", "--max-answer-len", "6", "--epochs", "1",
+                   "--batch-size", "4", "--warmup", "1", "--evals", "1", "--lr", "0", "--report", "", "--unanswerable", "",
+                   "--vectors", str(vectors)]) == 0
 
     record = Manifest.load(out / "manifest.json")["training"]["char_vectors"]
     assert record["vectors"] == f"{tmp_path.name}/vectors" and record["sources"]["corpus"] == "data/corpus"

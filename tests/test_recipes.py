@@ -1,5 +1,5 @@
-"""Every training recipe (``tasks/<task>/train.py``), run through ``taskflow train`` for a few
-steps on tiny data written here, writes a package that ``Taskflow(task, task_path=...)`` runs.
+"""Every training recipe (``recipes/<task>/train.py``), run as ``python -m recipes.<task>.train`` for a
+few steps on tiny data written here, writes a package that ``Taskflow(task, task_path=...)`` runs.
 
 The data mimic the layout and formats of ``../shared/data`` (which the suite never needs);
 the networks are a few hundred parameters wide, so each recipe takes seconds, not hours.
@@ -7,6 +7,7 @@ the networks are a few hundred parameters wide, so each recipe takes seconds, no
 
 from __future__ import annotations
 
+import importlib
 import json
 import random
 from pathlib import Path
@@ -38,7 +39,16 @@ def tsv(path: Path, header: str, rows) -> Path:
 
 
 def train(task: str, *options: str) -> Manifest:
-    assert cli(["train", task, *options]) == 0
+    """Run the task's recipe as ``python -m recipes.<task>.train`` does (``taskflow train`` for a
+    task whose recipe is still in the product), and check the package it wrote."""
+    try:
+        recipe = importlib.import_module(f"recipes.{task}.train")
+    except ModuleNotFoundError as missing:
+        if not f"recipes.{task}.train".startswith(missing.name or "?"):
+            raise
+        assert cli(["train", task, *options]) == 0
+    else:
+        assert recipe.main(list(options)) == 0
     out = Path(options[options.index("--out") + 1])
     manifest = Manifest.load(out / "manifest.json")
     assert manifest.task == task

@@ -2,7 +2,7 @@
 
 **Length prior** (``length_prior`` in the manifest, for packages without a length scorer, e.g.
 1.0.0): a log weight per answer length, index 0 the NULL span, taken from the lengths of the
-training answers (``train.length_log_prior``: the log share of answers of each length, add-one
+training answers (:func:`length_log_prior`: the log share of answers of each length, add-one
 smoothed).  ``data.best_spans`` then decodes ``p_start * p_end * exp(prior[length])`` normalised
 over the window's spans, as for a joint model's own length scores.  Nothing is tuned: the prior
 is the training answers' histogram (a package trained on train gets train's, which its own
@@ -20,8 +20,8 @@ score (see ``data.best_spans`` and ``data.merge``); the answer is ``''`` when ``
 
 The tuned threshold is the lowest one (most "no answer") whose answerable F1 is at most
 ``max_f1_drop`` points below the F1 without "no answer" (``handle_impossible_answer=False``):
-the issue's target is "at least 80% of unanswerable questions said 'no answer', answerable F1
-down at most 1 point", and the default budget of 0.75 keeps a margin for the sets it is
+the target is "at least 80% of unanswerable questions said 'no answer', answerable F1 down at
+most 1 point", and the default budget of 0.75 keeps a margin for the sets it is
 reported on (CMRC dev and ``dev/unanswerable_report.jsonl``).  Between two margins of the tuning
 sets every threshold decides alike; the middle of that interval is kept.  It depends on the
 decoding, so a length prior goes in first.
@@ -29,9 +29,9 @@ decoding, so a length prior goes in first.
 The recipe tunes the threshold after training; for an existing package (1.0.0 read all of
 train, so its answerable set is trial, its selection set):
 
-    python -m taskflow.tasks.reading_comprehension.calibrate length-prior \\
+    python -m recipes.reading_comprehension.calibrate length-prior \\
         --package resources/reading_comprehension/drqa_char --train ../shared/data/mrc/cmrc2018/train.json --write
-    python -m taskflow.tasks.reading_comprehension.calibrate null-threshold \\
+    python -m recipes.reading_comprehension.calibrate null-threshold \\
         --package resources/reading_comprehension/drqa_char --answerable ../shared/data/mrc/cmrc2018/trial.json --write
 
 A package with an ``ensemble`` (readers it requires, whose span probabilities it averages) is
@@ -44,7 +44,7 @@ is plainer in how much of the question it holds.  ``null-model`` fits a logistic
 "unanswerable" on the margin and ``data.question_bigram_coverage`` over the same two sets (L2,
 C = 1, on standardised features), then tunes the threshold on its score by the rule above:
 
-    python -m taskflow.tasks.reading_comprehension.calibrate null-model \\
+    python -m recipes.reading_comprehension.calibrate null-model \\
         --package resources/reading_comprehension/drqa_char --answerable ../shared/data/mrc/cmrc2018/trial.json --write
 
 It is fitted for the readers that run (the ensemble by default, ``--own-reader`` for the package's
@@ -58,11 +58,12 @@ without "no answer", and keeps the best (the networks run once; only the decodin
 references' length (F1 alone rewards answers that hold the reference and more).
 Tune the weights first, then the null model, which depends on them:
 
-    python -m taskflow.tasks.reading_comprehension.calibrate ensemble-weights \
+    python -m recipes.reading_comprehension.calibrate ensemble-weights \
         --package resources/reading_comprehension/reader_ensemble --answerable ../shared/data/mrc/cmrc2018/trial.json --write
 
 ``--write`` stores the figures in the package's manifest (its files stay as they are); without
-it the command only prints them.
+it the command only prints them.  ``data`` and ``metrics`` above are the task's modules
+(``taskflow.tasks.reading_comprehension.data`` and ``.metrics``).
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 __all__ = ["margin", "tune_null_threshold", "fit_null_model", "read_unanswerable", "package_scores", "tune_package",
-           "tune_ensemble_weights", "length_prior_fields", "main"]
+           "tune_ensemble_weights", "length_log_prior", "length_prior_fields", "main"]
 
 DEFAULT_UNANSWERABLE = Path(__file__).resolve().parent / "dev" / "unanswerable_tune.jsonl"
 _TINY = 1e-300
@@ -165,7 +166,7 @@ def fit_null_model(answerable: Sequence[tuple[str, str, float | None, float, flo
     ``answerable``: per question ``(question, context, best span score, null score, F1 in [0, 1])``;
     ``unanswerable``: ``(question, context, best span score, null score)``.
     """
-    from .data import NullModel, question_bigram_coverage
+    from taskflow.tasks.reading_comprehension.data import NullModel, question_bigram_coverage
 
     def features(rows):
         return np.array([[min(max(margin(best, null), -_MARGIN_CAP), _MARGIN_CAP),
@@ -198,8 +199,8 @@ def package_scores(task, rows: Iterable[dict]) -> list[tuple[str, float | None, 
     """``(best answer, its score or None, null score)`` per ``{context, question}`` row, through
     ``task`` (a ``ReadingComprehensionTask``: its windows, batching, predictor and merging), before
     any no-answer decision."""
-    from . import ReadingComprehensionTask
-    from .data import merge
+    from taskflow.tasks.reading_comprehension import ReadingComprehensionTask
+    from taskflow.tasks.reading_comprehension.data import merge
 
     class BeforeTheDecision(ReadingComprehensionTask):
         """The task up to merging the windows; join keeps the best span and the null score."""
@@ -221,8 +222,7 @@ def tune_package(package: str | Path, answerable_rows: list[dict], unanswerable_
     ensemble's (``ensemble_null_threshold``) when it has one and ``ensemble``, else its own reader's;
     with ``null_model``, fit :func:`fit_null_model` for those readers instead."""
     from taskflow import Taskflow
-
-    from .metrics import f1_score
+    from taskflow.tasks.reading_comprehension.metrics import f1_score
 
     task = Taskflow("reading_comprehension", task_path=str(package), ensemble=ensemble).task
     answered = package_scores(task, answerable_rows)
@@ -248,10 +248,9 @@ def tune_ensemble_weights(package: str | Path, rows: list[dict], step: float = 0
     answers.  The readers' outputs are computed once and reused for every weighting.
     ``ensemble_weights_tuning.grid`` lists each weighting with its F1, EM and length ratio."""
     from taskflow import Taskflow
+    from taskflow.tasks.reading_comprehension import ReadingComprehensionTask
+    from taskflow.tasks.reading_comprehension.metrics import evaluate
     from taskflow.training import simplex_grid
-
-    from . import ReadingComprehensionTask
-    from .metrics import evaluate
 
     shipped = Taskflow("reading_comprehension", task_path=str(package)).task
     if len(shipped.readers) < 2:
@@ -293,10 +292,22 @@ def tune_ensemble_weights(package: str | Path, rows: list[dict], step: float = 0
                                                  for f, e, r, ws in scored]}}
 
 
+def length_log_prior(rows: list[dict], longest: int) -> np.ndarray:
+    """Where the length bias starts: index ``k`` the log share of training answers of ``k`` chars
+    (add-one smoothed, lengths 1..longest), index 0 (NULL) zero; a joint model with flat start and
+    end scores then draws lengths as the answers have them."""
+    counts = np.ones(longest + 1)
+    for row in rows:
+        k = len(row["answers"][0]) if row["answers"] else 0
+        if 1 <= k <= longest:
+            counts[k] += 1
+    prior = np.log(counts / counts[1:].sum())
+    prior[0] = 0.0
+    return prior.astype(np.float32)
+
+
 def length_prior_fields(train_rows: list[dict], longest: int, train_file: str) -> dict:
     """The manifest fields of a length prior from ``train_rows``' first answers, lengths 1..``longest``."""
-    from .train import length_log_prior
-
     prior = length_log_prior(train_rows, longest)
     return {"length_prior": [round(float(x), 4) for x in prior],
             "length_prior_source": {"file": train_file, "answers": len(train_rows),
@@ -305,7 +316,7 @@ def length_prior_fields(train_rows: list[dict], longest: int, train_file: str) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m taskflow.tasks.reading_comprehension.calibrate",
+    parser = argparse.ArgumentParser(prog="python -m recipes.reading_comprehension.calibrate",
                                      description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     prior = commands.add_parser("length-prior", help="a length prior from the training answers")
@@ -331,9 +342,8 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--package", required=True, help="a reading_comprehension model package (folder)")
         command.add_argument("--write", action="store_true", help="store the result in the package's manifest")
     args = parser.parse_args(argv)
-    from .train import read_squad
-
     from taskflow.packages import Manifest
+    from taskflow.tasks.reading_comprehension.squad import read_squad
 
     if args.command == "length-prior":
         manifest = Manifest.load(Path(args.package) / "manifest.json")

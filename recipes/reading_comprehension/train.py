@@ -1,6 +1,6 @@
 """Recipe: CMRC 2018 train -> DrQA-style char reader -> model package.
 
-    OMP_NUM_THREADS=2 taskflow train reading_comprehension --data-dir ../shared/data/mrc/cmrc2018 \\
+    OMP_NUM_THREADS=2 python -m recipes.reading_comprehension.train --data-dir ../shared/data/mrc/cmrc2018 \\
         --out resources/reading_comprehension/drqa_char --minutes 40
 
 Data (SQuAD-format JSON; CMRC 2018, Cui et al., EMNLP 2019, CC BY-SA 4.0):
@@ -17,7 +17,7 @@ Data (SQuAD-format JSON; CMRC 2018, Cui et al., EMNLP 2019, CC BY-SA 4.0):
 
 ``--span-loss joint`` (the default) trains a length scorer with the start and end: one softmax
 over every span of at most ``--max-answer-len`` chars in the window and NULL, ``score(s, e) =
-start[s] + end[e] + length[e - s + 1]`` (``model.py``; the length scores depend on the question
+start[s] + end[e] + length[e - s + 1]`` (the task's ``model.py``; the length scores depend on the question
 unless ``--length-prior global``); ``independent`` is 1.0.0's loss (a cross-entropy of the start
 and one of the end, no length scorer), decoded (selection included) with the training answers'
 length histogram as a fixed prior, written to the manifest as ``length_prior`` (see
@@ -29,7 +29,7 @@ a random offset that keeps the answer inside; with probability
 the answer, whose target is the NULL position.  Windows are re-drawn every
 epoch.  Selection and report figures run the task's own inference (sliding
 windows of ``--max-seq-len`` chars, ``--doc-stride`` overlap, spans merged
-across windows) and CMRC 2018's official scoring (``metrics.py``).
+across windows) and CMRC 2018's official scoring (the task's ``metrics.py``).
 
 ``--minutes`` is a wall-clock budget for the training loop: after a few
 steps the recipe measures its speed and fits the steps (and the learning-rate
@@ -37,7 +37,7 @@ schedule) into it.  ``--no-features`` / ``--no-align`` train the ablations.
 ``--vectors DIR`` starts the char table from corpus char vectors (``python -m
 pretraining.vectors``) instead of the SVD of ``--pretrain-files``, rows at the
 same unit length; ``--word-vectors`` also gives each char its (multi-char) word's corpus word vector,
-a frozen table over the package's word list (``model.py``).
+a frozen table over the package's word list (the task's ``model.py``).
 """
 
 from __future__ import annotations
@@ -54,10 +54,13 @@ from taskflow.training import (PackageDraft, Schedule, fast_cpu_math, fit, frame
                                length_batches, load_vectors, log, portable_path, pretrained_embeddings, recipe_parser,
                                seed_all, vectors_report)
 
-from .data import (FEATURES, NORMALIZATION, NULL, Vocab, encode, merge, normalise, prepare, segment_context, windows,
-                   best_spans)
-from .metrics import evaluate, f1_score
-from .calibrate import DEFAULT_UNANSWERABLE, length_prior_fields, read_unanswerable, tune_null_threshold
+from taskflow.tasks.reading_comprehension.data import (FEATURES, NORMALIZATION, NULL, Vocab, encode, merge, normalise,
+                                                      prepare, segment_context, windows, best_spans)
+from taskflow.tasks.reading_comprehension.metrics import evaluate, f1_score
+from taskflow.tasks.reading_comprehension.squad import read_squad
+
+from .calibrate import (DEFAULT_UNANSWERABLE, length_log_prior, length_prior_fields, read_unanswerable,
+                        tune_null_threshold)
 
 SOURCE = ("CMRC 2018 (Yiming Cui et al., A Span-Extraction Dataset for Chinese Machine Reading Comprehension, "
           "EMNLP-IJCNLP 2019), CC BY-SA 4.0; github.com/ymcui/cmrc2018")
@@ -66,6 +69,7 @@ SOURCE = ("CMRC 2018 (Yiming Cui et al., A Span-Extraction Dataset for Chinese M
 def parse_args(argv):
     parser = recipe_parser("reading_comprehension", __doc__, name="drqa_char", seed=1234,
                            data="folder with train.json, trial.json, dev.json (CMRC 2018)")
+    parser.prog = "python -m recipes.reading_comprehension.train"
     parser.add_argument("--train", help="default: DATA_DIR/train.json")
     parser.add_argument("--selection", help="select on this file (default: --holdout questions held out of train)")
     parser.add_argument("--holdout", type=int, default=1000,
@@ -122,20 +126,6 @@ def parse_args(argv):
 
 
 # ---------------------------------------------------------------------- data
-
-def read_squad(path) -> list[dict]:
-    """Questions of a SQuAD-format file: ``{id, context, question, answers: [str], start}``."""
-    with open(path, encoding="utf-8") as handle:
-        data = json.load(handle)["data"]
-    out = []
-    for article in data:
-        for paragraph in article["paragraphs"]:
-            for qa in paragraph["qas"]:
-                answers = [a["text"] for a in qa["answers"]]
-                out.append({"id": qa["id"], "context": paragraph["context"], "question": qa["question"],
-                            "answers": answers, "start": qa["answers"][0]["answer_start"] if answers else -1})
-    return out
-
 
 def hold_out(rows: list[dict], questions: int, seed: int) -> tuple[list[dict], list[dict]]:
     """``(kept, held_out)``: whole contexts (a question never leaves its passage in training) drawn
@@ -382,20 +372,6 @@ def joint_span_loss(start_logits, end_logits, length, starts: np.ndarray, ends: 
     return F.cross_entropy(scores, paddle.to_tensor(target.astype(np.int64)))
 
 
-def length_log_prior(rows: list[dict], longest: int) -> np.ndarray:
-    """Where the length bias starts: index ``k`` the log share of training answers of ``k`` chars
-    (add-one smoothed, lengths 1..longest), index 0 (NULL) zero; a joint model with flat start and
-    end scores then draws lengths as the answers have them."""
-    counts = np.ones(longest + 1)
-    for row in rows:
-        k = len(row["answers"][0]) if row["answers"] else 0
-        if 1 <= k <= longest:
-            counts[k] += 1
-    prior = np.log(counts / counts[1:].sum())
-    prior[0] = 0.0
-    return prior.astype(np.float32)
-
-
 def data_files(args) -> dict:
     """``{"train": path, "selection": path or None (the held-out slice), "report": [paths]}``."""
     def path(given, default):
@@ -429,7 +405,7 @@ def pretrain_chars(network, texts: list[str], vocab: Vocab, args) -> dict:
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     fast_cpu_math()
-    from .model import ReaderNet
+    from taskflow.tasks.reading_comprehension.model import ReaderNet
 
     started = time.time()
     rng = seed_all(args.seed)

@@ -30,7 +30,7 @@ has a third output, the question's scores for each answer length; a span's
 score is then its probability under the window's joint span distribution
 (``data.best_spans``), so the model, not a cap, decides how long answers are.
 A package without one may carry a ``length_prior`` in its manifest (log
-weights per length from its training answers, ``calibrate.py``), decoded the
+weights per length from its training answers, ``recipes/reading_comprehension/calibrate.py``), decoded the
 same way; a package with neither (as 1.0.0 shipped) decodes as it always did.
 
 ``handle_impossible_answer=True``: the item's null score is the lowest
@@ -307,7 +307,8 @@ class ReadingComprehensionTask(MultiTextTask):
         own = self.readers[0]
         self.vocab, self.normalize, self.length_prior = own.vocab, own.normalize, own.length_prior
         # An ensemble decides "no answer" on its readers' mean margin, with its own tuned threshold
-        # (calibrate.py). Bounded so exp(-threshold) stays finite; tuned values are a few units.
+        # (recipes/reading_comprehension/calibrate.py). Bounded so exp(-threshold) stays finite; tuned values
+        # are a few units.
         # A null_model fitted for these readers replaces the margin by its score, with its threshold.
         self.null_model = None
         if manifest.get("null_model") is not None:

@@ -366,7 +366,7 @@ def no_answer_score(null_score: float, null_threshold: float = 0.0) -> float:
     the package's threshold, ``null * exp(-null_threshold)`` (at most 1), so that it ranks among the
     spans by its score and comes first exactly when ``ln(null) - ln(best span) > null_threshold``.
     ``null_threshold = 0`` (packages without one, 1.0.0) is the null score itself: "the null score
-    beats the best span".  See :mod:`.calibrate` for its tuning."""
+    beats the best span".  Tuned by ``recipes/reading_comprehension/calibrate.py``."""
     return min(1.0, null_score * math.exp(-null_threshold))
 
 
@@ -396,7 +396,8 @@ class NullModel:
     that replaces the plain margin ``ln(null / best span)`` in the threshold test, so the empty answer
     comes first when ``z > null_threshold``.  It holds for the readers it was fitted on: with
     ``"ensemble": true`` the ensemble's mean margin, else the package's own reader alone.  Fitted by
-    ``calibrate.py null-model`` on answerable and unanswerable questions (logistic regression), with
+    ``recipes/reading_comprehension/calibrate.py null-model`` on answerable and unanswerable questions
+    (logistic regression), with
     its ``threshold`` tuned on the same sets as ``null_threshold`` is.
     """
 
@@ -417,7 +418,7 @@ class NullModel:
                 raise ValueError("weights, bias and threshold must be finite numbers")
         except (KeyError, TypeError, ValueError) as exc:
             raise ManifestError(f"model {name!r}: its null_model is malformed ({exc}); refit it with "
-                                "`python -m taskflow.tasks.reading_comprehension.calibrate null-model`") from None
+                                "`python -m recipes.reading_comprehension.calibrate null-model`") from None
 
     def score(self, margin: float, coverage: float) -> float:
         return self.bias + self.weights[0] * margin + self.weights[1] * coverage

@@ -26,7 +26,8 @@ With ``max_span = L > 0`` the network also scores answer *lengths*: a third
 output ``length_scores`` [B, L + 1], index 0 for the NULL span and ``k`` for
 a span of ``k`` chars, a learned bias plus (``span_by_question``) a linear map
 of the question vector, so "哪一年" can ask for 5 chars and "为什么" for 30.
-Training then scores every span jointly (``train.py``, ``--span-loss joint``):
+Training then scores every span jointly (``recipes/reading_comprehension/train.py``,
+``--span-loss joint``):
 ``score(s, e) = start[s] + end[e] + length_scores[e - s + 1]`` over all spans
 of at most L chars in the window and NULL, one softmax; decoding
 (``data.best_spans``) rebuilds exactly that distribution from the three

@@ -1,6 +1,6 @@
 """Build the unanswerable dev sets: CMRC 2018 trial questions, each paired with another article's passage.
 
-    python tasks/reading_comprehension/dev/make_unanswerable.py --data ../shared/data/mrc/cmrc2018
+    python recipes/reading_comprehension/dev/make_unanswerable.py --data ../shared/data/mrc/cmrc2018
 
 writes ``unanswerable_tune.jsonl`` and ``unanswerable_report.jsonl`` beside this file, one JSON object a line:
 ``{"id", "question", "context", "question_id", "context_id", "absent_answers"}``; the answer to
