@@ -29,6 +29,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))      # the lab (recipes/): held-out terms, readers
 from common import load_note, machine, quiet_load, table, update_section  # noqa: E402
 
 THREADS = 2
@@ -47,7 +48,7 @@ MSRA_EXPECTED = {"PER": {"人物类_实体"}, "LOC": {"世界地区类", "场所
 
 
 def thuocl_heldout(data: Path):
-    from taskflow.tasks.knowledge_mining.train import held_out, read_thuocl
+    from recipes.knowledge_mining.train import held_out, read_thuocl
 
     seen, rows = set(), []
     for term, category, _, source in read_thuocl(data / "lexicon" / "thuocl" / "thuocl_all.tsv"):
@@ -69,7 +70,7 @@ def cluener_dev(data: Path):
 
 
 def msra_test(data: Path):
-    from taskflow.tasks.lexical_analysis.data import read_bio_file
+    from recipes.lexical_analysis.data import read_bio_file
 
     return [(text, [(s, e, kind, MSRA_EXPECTED[kind]) for s, e, kind in spans])
             for text, spans in read_bio_file(data / "ner" / "msra" / "test.txt")]

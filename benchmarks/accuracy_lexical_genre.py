@@ -1,12 +1,12 @@
 """PER/LOC/ORG F1 off MSRA's genre: the shipped lexical model, jieba.posseg and Baidu LAC on the
-hand-checked out-of-genre dev set (tasks/lexical_analysis/dev/genre_dev.jsonl), overall and per part.
+hand-checked out-of-genre dev set (recipes/lexical_analysis/dev/genre_dev.jsonl), overall and per part.
 
     .venv-paddle3/bin/python benchmarks/accuracy_lexical_genre.py
 
 LAC runs in its own venv (``benchmarks/peers/setup.sh`` makes ``benchmarks/peers/.venv-lac``:
-paddlepaddle 2.6.2) through ``tasks/lexical_analysis/lac_labels.py``; without that venv its column
+paddlepaddle 2.6.2) through ``recipes/lexical_analysis/lac_labels.py``; without that venv its column
 says so.  Scoring is the recipe's own (``train.score_spans``), so these figures are comparable with
-what ``taskflow train lexical_analysis --evaluate-only`` prints for the genre dev set.
+what ``python -m recipes.lexical_analysis.train --evaluate-only`` prints for the genre dev set.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from pathlib import Path
 from common import table, update_section
 
 REPO = Path(__file__).resolve().parent.parent
-GENRE_DEV = REPO / "tasks" / "lexical_analysis" / "dev" / "genre_dev.jsonl"
+sys.path.insert(1, str(REPO))      # the lab (recipes/): the genre dev set, its reader and scoring
+GENRE_DEV = REPO / "recipes" / "lexical_analysis" / "dev" / "genre_dev.jsonl"
 LAC_PYTHON = REPO / "benchmarks" / "peers" / ".venv-lac" / "bin" / "python"
 COMMAND = ".venv-paddle3/bin/python benchmarks/accuracy_lexical_genre.py"
 JIEBA_ENTITY = {"nr": "PER", "nrfg": "PER", "nrt": "PER", "ns": "LOC", "nt": "ORG"}
@@ -35,7 +36,7 @@ def lac_words(texts: list[str], python: Path) -> list[list[tuple[str, str]]] | s
     with tempfile.TemporaryDirectory() as scratch:
         source, out = Path(scratch) / "texts.txt", Path(scratch) / "lac.jsonl"
         source.write_text("".join(t + "\n" for t in texts), encoding="utf-8")
-        done = subprocess.run([str(python), str(REPO / "tasks/lexical_analysis/lac_labels.py"), "--texts", str(source),
+        done = subprocess.run([str(python), str(REPO / "recipes/lexical_analysis/lac_labels.py"), "--texts", str(source),
                                "--out", str(out)], capture_output=True, text=True)
         if done.returncode:
             return f"not run: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else done.returncode}"
@@ -53,8 +54,8 @@ def main() -> None:
     import jieba.posseg
 
     from taskflow import Taskflow
-    from taskflow.tasks.lexical_analysis.silver import read_genre_dev, word_spans
-    from taskflow.tasks.lexical_analysis.train import score_spans
+    from recipes.lexical_analysis.silver import read_genre_dev, word_spans
+    from recipes.lexical_analysis.train import score_spans
 
     jieba.setLogLevel(60)
     gold = read_genre_dev(GENRE_DEV)

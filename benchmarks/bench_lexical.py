@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))      # the lab (recipes/): MSRA reader, scoring
 from common import load_note, machine, quiet_load, table, timed, update_section  # noqa: E402
 
 THREADS = 2
@@ -31,7 +32,7 @@ THREADS = 2
 
 def msra_dev(data: Path, limit: int | None = None):
     """The MSRA dev sentences (the first ``limit``) and their gold (word, tag) lists."""
-    from taskflow.tasks.lexical_analysis.data import read_word_tag_file
+    from recipes.lexical_analysis.data import read_word_tag_file
 
     gold = list(read_word_tag_file(data / "lexical" / "msra_seg_propn" / "dev.txt"))[:limit]
     return ["".join(w for w, _ in s) for s in gold], gold
@@ -101,8 +102,8 @@ def main_speed(args) -> None:
     import jieba.posseg
 
     from taskflow import Taskflow
-    from taskflow.tasks.lexical_analysis.silver import word_spans
-    from taskflow.tasks.lexical_analysis.train import score_msra
+    from recipes.lexical_analysis.silver import word_spans
+    from recipes.lexical_analysis.train import score_msra
 
     jieba.setLogLevel(60)
     texts, gold = msra_dev(Path(args.data))

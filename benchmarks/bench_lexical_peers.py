@@ -30,6 +30,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(REPO))      # the lab (recipes/): the recipe's scoring
 from bench_lexical import msra_dev  # noqa: E402
 from common import load_note, machine, quiet_load, table, timed, update_section  # noqa: E402
 
@@ -126,7 +127,7 @@ def spans(words: list[str], tags: list[str]) -> list[tuple[int, int, str]]:
 
 def scores(outputs, texts, gold) -> tuple[dict, dict, int]:
     """Segmentation and entity P/R/F1, and how many outputs do not spell their text."""
-    from taskflow.tasks.lexical_analysis.train import score_msra
+    from recipes.lexical_analysis.train import score_msra
 
     bad = sum("".join(w) != t for (w, _), t in zip(outputs, texts))
     result = score_msra([spans(w, t) for w, t in outputs], gold)

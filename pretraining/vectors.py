@@ -136,7 +136,7 @@ def corpus_documents(corpus: Path | None, data: Path | None, normalize: Callable
                 return
 
 
-DEFAULT_EXCLUDE = Path(__file__).resolve().parent.parent / "tasks" / "lexical_analysis" / "dev" / "genre_dev.jsonl"
+DEFAULT_EXCLUDE = Path(__file__).resolve().parent.parent / "recipes" / "lexical_analysis" / "dev" / "genre_dev.jsonl"
 
 
 def _dev_texts(paths: Iterable[Path]) -> Iterator[str]:

@@ -13,8 +13,8 @@ from taskflow.packages import available_models
 from taskflow.tasks.knowledge_mining import CATEGORIES, Labeller, TermTree, load_user_dict
 from taskflow.tasks.knowledge_mining.categories import NOUN_CLASSES, termid
 from taskflow.tasks.knowledge_mining.classifier import CategoryClassifier
-from taskflow.tasks.lexical_analysis import normalize
-from taskflow.tasks.lexical_analysis.data import LAC_TAGS
+from taskflow.tasks.lexical_analysis.tagger import normalize
+from taskflow.tasks.lexical_analysis.tags import LAC_TAGS
 
 TEXTS = ["《红楼梦》是清代作家曹雪芹的作品", "ＩＢＭ公司　在 上海。", "Ａ股\t和ｂ股", "我们在上海工作了三年。" * 5, "好"]
 

@@ -277,7 +277,7 @@ def test_words_cover_the_text_exactly(tiny, task):
 
 
 def test_unseen_symbols_are_words_of_their_own():
-    from taskflow.tasks.lexical_analysis import mark_unseen_symbols
+    from taskflow.tasks.lexical_analysis.tagger import mark_unseen_symbols
 
     text = "上海😀😀，龘好👨\u200d👩\ufe0f了"
     known = {c: i for i, c in enumerate("上海，好了")}
@@ -460,7 +460,7 @@ def test_in_graph_viterbi_and_crf_loss_match_brute_force(network):
 # ------------------------------------------------------------ data derivation
 
 def test_time_and_number_rules():
-    from taskflow.tasks.lexical_analysis.data import number_tag, time_tag
+    from recipes.lexical_analysis.data import number_tag, time_tag
 
     for word in ["1997年", "1945年6月", "6月10日", "20时", "80年代", "21世纪", "8:30", "今天", "去年底", "公元前5年", "二〇〇〇年"]:
         assert time_tag(word), word
@@ -474,7 +474,7 @@ def test_time_and_number_rules():
 
 
 def test_derive_sentence_maps_sources_to_lac_tags(tmp_path):
-    from taskflow.tasks.lexical_analysis.data import Lexicon, derive_sentence
+    from recipes.lexical_analysis.data import Lexicon, derive_sentence
 
     small = tmp_path / "dict_small.tsv"
     small.write_text("term\tfreq\tpos\n希望\t10\tv\n工程\t10\tn\n文件\t10\tn\n多云\t5\tnr\n", encoding="utf-8")
@@ -510,8 +510,9 @@ def test_word_dictionary_joins_words_the_model_cut_apart():
 
 
 def test_word_dictionary_takes_jieba_words_that_msra_keeps_whole(tmp_path):
-    from taskflow.tasks.lexical_analysis.data import Lexicon
-    from taskflow.tasks.lexical_analysis.dictionary import WordDictionary, build_word_dictionary, write_word_dictionary
+    from recipes.lexical_analysis.data import Lexicon
+    from recipes.lexical_analysis.word_dictionary import build_word_dictionary
+    from taskflow.tasks.lexical_analysis.dictionary import WordDictionary, write_word_dictionary
 
     small = tmp_path / "dict_small.tsv"
     small.write_text("term\tfreq\tpos\n粉丝\t120\tn\n性价比\t109\tn\n就是\t5000\td\n工程\t900\tn\n"
@@ -578,7 +579,7 @@ def test_an_unreadable_word_dictionary_is_a_manifest_error(tiny, tmp_path):
 
 
 def test_split_long_cuts_after_punctuation():
-    from taskflow.tasks.lexical_analysis.train import split_long
+    from recipes.lexical_analysis.train import split_long
 
     words = [("一二三", "m"), ("，", "w"), ("四五", "m"), ("六七八九", "m"), ("。", "w")]
     pieces = split_long(words, 7)
@@ -596,7 +597,7 @@ SENTENCES = [
 def test_mention_replacement_keeps_tags_and_context():
     import random
 
-    from taskflow.tasks.lexical_analysis.augment import PersonNames, mention_pool, replace_mentions
+    from recipes.lexical_analysis.augment import PersonNames, mention_pool, replace_mentions
 
     pool = mention_pool(SENTENCES)
     assert pool == {"PER": ["张三丰", "李明", "王芳"], "LOC": ["上海", "北京"], "ORG": ["新华社"]}
@@ -616,7 +617,7 @@ def test_mention_replacement_keeps_tags_and_context():
 
 
 def test_name_lists_are_back_to_back_names_from_the_given_split():
-    from taskflow.tasks.lexical_analysis.augment import name_list_sentences
+    from recipes.lexical_analysis.augment import name_list_sentences
 
     lists = name_list_sentences(SENTENCES, 40, seed=3)
     assert lists == name_list_sentences(SENTENCES, 40, seed=3)      # seeded
@@ -719,7 +720,7 @@ def test_shipped_model_still_wrong_off_genre(text, expected):
 
 
 def test_latin_and_digit_runs_are_never_cut_inside():
-    from taskflow.tasks.lexical_analysis import keep_latin_runs_whole
+    from taskflow.tasks.lexical_analysis.tagger import keep_latin_runs_whole
 
     text = "买了iphone15和macbook"
     begins = [True] * len(text)                  # the worst a model can do: a cut before every char
@@ -740,8 +741,8 @@ def test_shipped_model_keeps_latin_runs_whole(text, run):
 
 
 def test_brackets_and_quotes_are_words_of_their_own():
-    from taskflow.tasks.lexical_analysis import split_off_brackets
-    from taskflow.tasks.lexical_analysis.silver import _inside_brackets
+    from recipes.lexical_analysis.silver import _inside_brackets
+    from taskflow.tasks.lexical_analysis.tagger import split_off_brackets
 
     text = "看《红楼梦》和“三体”"
     begins = [True, True] + [False] * 4 + [True, True] + [False] * 3   # a model that swallowed the brackets

@@ -172,8 +172,10 @@ def test_lexical_recipe(tmp_path):
     assert together == [Taskflow("lexical_analysis", task_path=tmp_path / "conv")([t])[0] for t in texts]
     # --word-dictionary-only rebuilds an existing package's dictionary (same bytes) and sets the version.
     before = (tmp_path / "conv" / "words.tsv.gz").read_bytes()
-    assert cli(["train", "lexical_analysis", "--data-dir", str(data), "--word-dictionary-only", str(tmp_path / "conv"),
-                "--version", "2.0.1", "--no-evaluate"]) == 0
+    from recipes.lexical_analysis.train import main as lexical_recipe
+
+    assert lexical_recipe(["--data-dir", str(data), "--word-dictionary-only", str(tmp_path / "conv"),
+                           "--version", "2.0.1", "--no-evaluate"]) == 0
     rebuilt = Manifest.load(tmp_path / "conv" / "manifest.json")
     assert rebuilt.version == "2.0.1" and rebuilt.files.keys() == conv.files.keys()
     assert (tmp_path / "conv" / "words.tsv.gz").read_bytes() == before
@@ -198,7 +200,7 @@ def test_lexical_recipe(tmp_path):
 
 
 def test_lexical_vocabulary_puts_the_corpus_bigrams_first():
-    from taskflow.tasks.lexical_analysis.train import build_vocab
+    from taskflow.tasks.lexical_analysis.tagger import build_vocab
 
     # The training text has more frequent bigrams than the table holds: the corpus's still get rows.
     chars, bigrams = build_vocab(["甲乙甲乙", "甲乙丙"], 1, 1, max_bigrams=3, corpus_bigrams=["丁戊"])
@@ -207,7 +209,7 @@ def test_lexical_vocabulary_puts_the_corpus_bigrams_first():
 
 
 def test_cluener_mentions_are_imposed_on_the_teachers_words():
-    from taskflow.tasks.lexical_analysis.silver import _impose
+    from recipes.lexical_analysis.silver import _impose
 
     # The teacher read 那不勒斯vs as one ORG; the gold ORG 那不勒斯 cuts it, and the rest is no entity.
     words = [(0, 6, "ORG"), (6, 9, "ORG")]
@@ -218,7 +220,7 @@ def test_cluener_mentions_are_imposed_on_the_teachers_words():
 
 
 def test_silver_entities_are_refereed_and_lac_spans_imposed():
-    from taskflow.tasks.lexical_analysis.silver import name_spans, silver_words
+    from recipes.lexical_analysis.silver import name_spans, silver_words
 
     text = "哈哈今天和小米的雷军去了深圳"
     # The teacher (MSRA-trained) reads laughter as a place and misses the company and the city.
@@ -250,7 +252,7 @@ def test_silver_entities_are_refereed_and_lac_spans_imposed():
 
 
 def test_lac_labels_file_and_review_splits_as_silver_sources(tmp_path):
-    from taskflow.tasks.lexical_analysis.silver import corpus_lines, read_lac_labels
+    from recipes.lexical_analysis.silver import corpus_lines, read_lac_labels
 
     labels = tmp_path / "lac.jsonl"
     labels.write_text(json.dumps({"text": "雷军在深圳", "words": ["雷军", "在", "深圳"], "tags": ["PER", "p", "LOC"]},

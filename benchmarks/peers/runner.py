@@ -33,7 +33,7 @@ PKUSEG_HOME = os.path.join(HERE, ".venv", "pkuseg_home")
 sys.path.insert(0, os.path.dirname(HERE))
 from common import timed  # noqa: E402  (benchmarks/common.py: the same timing as the in-process engines)
 # The LAC loader the lexical recipe's teacher uses (it imports nothing from taskflow, so it runs here too).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tasks", "lexical_analysis"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "recipes", "lexical_analysis"))
 from lac_labels import load_lac  # noqa: E402
 
 

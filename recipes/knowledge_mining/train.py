@@ -1,6 +1,6 @@
 """Recipe: term tree + category classifier -> a knowledge_mining model package.
 
-    taskflow train knowledge_mining --data-dir ../shared/data --out resources/knowledge_mining/termtree
+    python -m recipes.knowledge_mining.train --data-dir ../shared/data --out resources/knowledge_mining/termtree
 
 Sources (all MIT or research-use, see ../shared/data/*/README.md):
 
@@ -35,13 +35,13 @@ from pathlib import Path
 
 import numpy as np
 
-from taskflow.tasks.lexical_analysis import NORMALIZATION, normalize
-from taskflow.tasks.lexical_analysis.data import source_label
+from taskflow.tasks.knowledge_mining.categories import NOUN_CLASSES, termid
+from taskflow.tasks.knowledge_mining.classifier import feature_ids
+from taskflow.tasks.knowledge_mining.termtree import Term, TermTree
+from taskflow.tasks.lexical_analysis.tagger import NORMALIZATION, normalize
 from taskflow.training import PackageDraft, log, recipe_parser
 
-from .categories import NOUN_CLASSES, termid
-from .classifier import feature_ids
-from .termtree import Term, TermTree
+from recipes.lexical_analysis.data import source_label
 
 THUOCL_CATEGORY = {
     "it": "术语类", "finance": "术语类", "law": "术语类", "car": "物体类", "idiom": "词汇用语",
@@ -234,7 +234,7 @@ def train_classifier(words: list[str], labels: list[int], buckets: int, seed: in
 
 def holdout_accuracy(weights, bias, data: Path) -> dict:
     """The classifier alone on the held-out THUOCL terms (categories it knows, verse lines excluded)."""
-    from .classifier import CategoryClassifier
+    from taskflow.tasks.knowledge_mining.classifier import CategoryClassifier
 
     clf = CategoryClassifier(weights, bias, NOUN_CLASSES)
     right = total = 0
@@ -248,6 +248,7 @@ def holdout_accuracy(weights, bias, data: Path) -> dict:
 def main(argv=None) -> int:
     parser = recipe_parser("knowledge_mining", __doc__, name=None, data_required=True, network=False,
                            data="root of the shared data (lexicon/, ner/)")
+    parser.prog = "python -m recipes.knowledge_mining.train"
     parser.add_argument("--jieba-dict", default=None, help="jieba dict.txt (default: the installed jieba's)")
     parser.add_argument("--buckets", type=int, default=1 << 16)
     parser.add_argument("--max-per-class", type=int, default=30000)

@@ -6,7 +6,7 @@ Run with the Python of a venv that has LAC (not the project's; LAC needs Paddle 
     python3 -m venv .venv-lac
     .venv-lac/bin/pip install paddlepaddle==2.6.2 "numpy<2" "protobuf<4" "setuptools<70" wheel
     .venv-lac/bin/pip install --no-build-isolation LAC
-    .venv-lac/bin/python tasks/lexical_analysis/lac_labels.py --texts texts.txt --out lac.jsonl
+    .venv-lac/bin/python recipes/lexical_analysis/lac_labels.py --texts texts.txt --out lac.jsonl
 
 ``--texts``: one text a line.  ``--out``: one JSON object a line, in the same order,
 ``{"text": ..., "words": [...], "tags": [...]}`` (``null`` words and tags where LAC's words do

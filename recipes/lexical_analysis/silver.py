@@ -32,7 +32,7 @@ import json
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from . import CLOSING_MARKS, OPENING_MARKS
+from taskflow.tasks.lexical_analysis.tagger import CLOSING_MARKS, OPENING_MARKS
 
 ENTITY_TAGS = ("PER", "LOC", "ORG")
 CLUENER_TO_LAC = {"name": "PER", "address": "LOC", "organization": "ORG", "company": "ORG", "government": "ORG",
@@ -82,7 +82,7 @@ class Teacher:
     def jieba_tags(self, text: str) -> dict[tuple[int, int], str]:
         """jieba's words as ``{(start, end): LAC tag}`` (its names, places and organisations as
         PER/LOC/ORG)."""
-        from .data import JIEBA_TO_LAC
+        from taskflow.tasks.lexical_analysis.tags import JIEBA_TO_LAC
 
         spans, start = {}, 0
         for piece in self.posseg.lcut(text):

@@ -1,6 +1,6 @@
 """Recipe: MSRA segmentation + proper nouns, jieba POS, TIME rules -> BiGRU-CRF -> model package.
 
-    OMP_NUM_THREADS=2 taskflow train lexical_analysis --data-dir ../shared/data \\
+    OMP_NUM_THREADS=2 python -m recipes.lexical_analysis.train --data-dir ../shared/data \\
         --out resources/lexical_analysis/bigru_crf
 
 Data (public sources, see README.md; paths can also be given one by one):
@@ -15,7 +15,7 @@ Data (public sources, see README.md; paths can also be given one by one):
 Nothing is trained on a test split.  ``--evaluate-only PACKAGE`` re-runs the
 held-out evaluation of an existing package (and jieba's, on the same data).
 ``--word-dictionary-only PACKAGE`` (re)builds an existing package's word dictionary
-(``dictionary.py``: jieba's words that MSRA's training text does not cut, joined where the
+(``word_dictionary.py``: jieba's words that MSRA's training text does not cut, joined where the
 model cuts them), pins it in the manifest, sets ``--version`` if given, and re-runs the
 evaluation into the manifest (unless ``--no-evaluate``).
 """
@@ -25,22 +25,19 @@ from __future__ import annotations
 import json
 import random
 import sys
-from collections import Counter
 from pathlib import Path
-from typing import Sequence
 
-import numpy as np
-
+from taskflow.tasks.lexical_analysis.dictionary import write_word_dictionary
+from taskflow.tasks.lexical_analysis.tagger import NORMALIZATION, LexicalVocab, build_vocab, normalize, words_from_labels
 from taskflow.training import (PackageDraft, Schedule, fit, framework_versions, length_batches, load_vectors, log,
                                pretrained_embeddings, recipe_parser, seed_all, update_manifest)
 
-from . import BOS, EOS, NORMALIZATION, LexicalVocab, normalize
 from .augment import augment, name_list_sentences
 from .silver import (CLUENER_TO_LAC, Teacher, cluener_sentences, corpus_lines, read_genre_dev, run_lac,
                      silver_sentences, word_spans)
-from .dictionary import build_word_dictionary, write_word_dictionary
 from .data import (LAC_TAGS, LAC_TO_COARSE, UPOS_TO_COARSE, JIEBA_TO_LAC, Lexicon, derive_sentence, is_punctuation,
                    read_bio_file, read_conll, read_word_tag_file, tag_counts)
+from .word_dictionary import build_word_dictionary
 
 LABELS = [f"{tag}-{part}" for tag in LAC_TAGS for part in "BI"]
 GENRE_DEV = Path(__file__).parent / "dev" / "genre_dev.jsonl"   # hand-checked, out of MSRA's genre (dev/README.md)
@@ -94,26 +91,6 @@ def with_spaces(words: list[tuple[str, str]], rng: random.Random, rate: float) -
     return out
 
 
-def build_vocab(texts: list[str], min_char: int, min_bigram: int, max_bigrams: int = 0,
-                corpus_chars: Sequence[str] = (), corpus_bigrams: Sequence[str] = ()) -> tuple[list[str], list[str]]:
-    """Chars and bigrams seen often enough; at most ``max_bigrams`` bigrams (the bigram table is
-    most of the package's size).  ``corpus_chars``/``corpus_bigrams`` (the corpus vectors' tokens,
-    most frequent first) are added: a char or bigram the training text lacks but the corpus has is
-    then a row with a meaning, not [UNK].  The corpus's bigrams come first, then the training
-    text's most frequent: the training text alone has more than ``max_bigrams`` bigrams seen
-    ``min_bigram`` times, so put after them the corpus's would never get a row."""
-    chars, bigrams = Counter(), Counter()
-    for text in texts:
-        chars.update(text)
-        padded = BOS + text + EOS
-        bigrams.update(padded[i:i + 2] for i in range(len(text) + 1))
-    kept_chars = {c for c, n in chars.items() if n >= min_char} | set(corpus_chars)
-    char_list = ["[PAD]", "[UNK]"] + sorted(kept_chars - {"[PAD]", "[UNK]"})
-    kept = list(dict.fromkeys([*corpus_bigrams, *(b for b, n in bigrams.most_common() if n >= min_bigram)]))
-    bigram_list = ["[PAD]", "[UNK]"] + sorted(kept[:max_bigrams or None])
-    return char_list, bigram_list
-
-
 def other_genres(args, paths: dict[str, Path]) -> list[list[tuple[str, str]]]:
     """CLUENER train with its gold entities and corpus lines with silver labels, both labelled by
     ``--teacher`` (silver.py); none without a teacher."""
@@ -158,8 +135,6 @@ def prf(correct: int, predicted: int, gold: int) -> dict:
 
 
 def decode_labels(text: str, ids: list[int]) -> list[tuple[int, int, str]]:
-    from . import words_from_labels
-
     tags = [LABELS[i].rsplit("-", 1)[0] for i in ids]
     begins = [LABELS[i].endswith("-B") for i in ids]
     if begins:
@@ -204,19 +179,6 @@ def score_msra(predicted: list[list[tuple[int, int, str]]], gold: list[list[tupl
 
 
 # ----------------------------------------------------------------- training
-
-def crf_batch_loss(network, examples: list[tuple[str, list[int]]], vocab: LexicalVocab):
-    """The CRF loss of ``network`` on ``(normalised text, label ids)`` examples, padded into one batch."""
-    import paddle
-
-    feeds = vocab.encode([text for text, _ in examples])
-    tags = np.zeros_like(feeds["char_ids"])
-    for row, (text, labels) in enumerate(examples):
-        tags[row, : len(text)] = labels
-    char_ids = paddle.to_tensor(feeds["char_ids"])
-    emission, _ = network.emissions(char_ids, paddle.to_tensor(feeds["bigram_ids"]))
-    return network.crf_loss(emission, char_ids, paddle.to_tensor(tags))
-
 
 def training_examples(args, paths: dict[str, Path], rng: random.Random):
     """MSRA train with derived LAC tags, cut into pieces and augmented, as ``(text, label ids)``;
@@ -265,6 +227,7 @@ def start_from_vectors(network, vectors: str, char_list: list[str], bigram_list:
 
 def train(args) -> None:
     from taskflow.model import network_class
+    from taskflow.tasks.lexical_analysis.model import crf_batch_loss
 
     rng = seed_all(args.seed)
     paths = data_paths(args)
@@ -339,7 +302,7 @@ def write(args, network, architecture, char_list, bigram_list, run, lexicon) -> 
                                               "MSR segmentation, nr/ns/nt -> PER/LOC/ORG",
                     "pos": "jieba dict.txt (jieba " + md.version("jieba") + ") + jieba extra_dict/dict.txt.small, "
                            "mapped to LAC tags; jieba POS HMM for name-tagged and unknown words",
-                    "time": "rule set in tasks/lexical_analysis/data.py (dates, clock times, deictic time words)",
+                    "time": "rule set in recipes/lexical_analysis/data.py (dates, clock times, deictic time words)",
                     "lexicons": lexicon.sources,
                     **({"other_genres": {
                         "teacher": Path(args.teacher).name,
@@ -368,7 +331,7 @@ def write(args, network, architecture, char_list, bigram_list, run, lexicon) -> 
 
 
 def word_dictionary(paths: dict[str, Path], lexicon: Lexicon, out: Path) -> Path:
-    """Build the package's word dictionary (``dictionary.py``) into ``out``."""
+    """Build the package's word dictionary (``word_dictionary.py``) into ``out``."""
     words = build_word_dictionary(paths["jieba_small"], paths["msra"] / "train.txt", lexicon, normalize)
     log(f"word dictionary: {len(words)} words")
     return write_word_dictionary(words, out)
@@ -578,6 +541,7 @@ def evaluate_package(package_dir, paths: dict[str, Path], *, name_lists: int = 2
 def parse_args(argv):
     parser = recipe_parser("lexical_analysis", __doc__, name="bigru_crf", out="lexical_model",
                            data="root of ../shared/data (the paths below are relative to it)")
+    parser.prog = "python -m recipes.lexical_analysis.train"
     parser.add_argument("--msra-dir", help="folder with MSRA train.txt / dev.txt (word/TAG lines)")
     parser.add_argument("--jieba-dict", help="jieba dict_small.tsv (term, freq, pos)")
     parser.add_argument("--ner-test", help="MSRA NER test.txt (char<TAB>BIO)")

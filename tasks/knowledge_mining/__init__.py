@@ -44,7 +44,7 @@ from typing import Any, Iterable
 
 from taskflow.errors import OptionError, UserDictError
 from taskflow.registry import register_task
-from taskflow.tasks.lexical_analysis import LexicalStages, normalize, words_from_labels
+from taskflow.tasks.lexical_analysis.tagger import LexicalStages, normalize, words_from_labels
 from taskflow.tasks.lexical_analysis.user_dict import DictItem, UserDict, user_dict_lines
 
 from .categories import (

@@ -7,8 +7,8 @@ chars, its last one/two/three chars (Chinese compounds are head-final, so the
 suffix says the most) and a length bucket, each hashed (CRC32) into
 ``buckets`` rows of a ``[buckets, classes]`` weight matrix.  A word's scores
 are the sum of its rows plus a bias; the best class among those allowed by
-the word's LAC tag wins.  Training (scikit-learn, only in the recipe) is in
-``train.py``; inference needs numpy only.
+the word's LAC tag wins.  Training (scikit-learn) is the lab's recipe,
+``recipes/knowledge_mining/train.py``; inference needs numpy only.
 """
 
 from __future__ import annotations

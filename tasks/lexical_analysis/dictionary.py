@@ -7,17 +7,8 @@ word exactly becomes that one word, with the dictionary's tag (leftmost match fi
 longest).  Words the model tagged PER, LOC, ORG, TIME or ``w`` are never part of a join: names
 and punctuation are the model's.  A user dictionary (``user_dict``) applies after, and wins.
 
-What goes into the dictionary (:func:`build_word_dictionary`) decides what the step may do, so
-it is chosen from data the model was trained on, not from the sets it is evaluated on:
-
-* jieba's dictionary (``extra_dict/dict.txt.small``): words of 2 to 4 Han characters that it
-  has seen at least ``min_freq`` times, except its person, place and organisation names (noisy,
-  and entities are the model's) and its Latin and number entries;
-* only where MSR's segmentation agrees: if the word's string occurs in MSRA's gold-segmented
-  training text, the annotators kept it one word at least ``min_whole_share`` of the times
-  (就是 is mostly 就/是 there, so it is left to the model; 粉丝 and 性价比 never occur);
-* each word's tag as the recipe tags a training word (:func:`data.derive_sentence`); a word
-  that would be tagged PER, LOC, ORG or TIME is left out.
+The shipped package's words are chosen by the lab's recipe
+(``recipes/lexical_analysis/word_dictionary.py``) from the data the model was trained on.
 
 The file is ``word<TAB>tag`` lines, gzip-compressed, named by the manifest's ``word_dictionary``.
 """
@@ -26,21 +17,16 @@ from __future__ import annotations
 
 import gzip
 import io
-import re
 from bisect import bisect_right
-from collections import Counter
 from itertools import islice
 from pathlib import Path
-from typing import Callable
 
 from taskflow.packages import atomic_write_bytes
 
-__all__ = ["WordDictionary", "build_word_dictionary", "write_word_dictionary", "KEPT_BY_MODEL"]
+__all__ = ["WordDictionary", "write_word_dictionary", "KEPT_BY_MODEL"]
 
 # Tags whose words a join never takes in: entities, and punctuation / whitespace / unseen symbols.
 KEPT_BY_MODEL = frozenset({"PER", "LOC", "ORG", "TIME", "w"})
-_JIEBA_NAMES_LATIN_NUMBERS = frozenset({"nr", "nrfg", "nrt", "ns", "nt", "x", "eng", "m", "mq"})
-_HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 
 
 class WordDictionary:
@@ -116,48 +102,7 @@ class WordDictionary:
         return [c for c in cuts if c not in inside]
 
 
-# ------------------------------------------------------------------ building
-
-def build_word_dictionary(jieba_small: str | Path, msra_train: str | Path, lexicon,
-                          normalize: Callable[[str], str], *, min_freq: int = 20,
-                          min_whole_share: float = 0.5, max_length: int = 4) -> dict[str, str]:
-    """``{word: LAC tag}`` chosen as the module docstring says.
-
-    ``jieba_small``: jieba's small dictionary as a ``term<TAB>freq<TAB>pos`` file with a header;
-    ``msra_train``: MSRA's ``word/TAG`` training file; ``lexicon``: the recipe's
-    :class:`data.Lexicon` (jieba POS), which tags the words as the training data's are tagged.
-    """
-    from .data import derive_sentence, read_word_tag_file
-
-    candidates: dict[str, str] = {}
-    with open(jieba_small, encoding="utf-8") as handle:
-        for number, line in enumerate(handle):
-            row = line.rstrip("\n").split("\t")
-            if number == 0 and row[0].lower() == "term" or len(row) < 3:
-                continue
-            word, freq, pos = row[0], row[1], row[2]
-            if (2 <= len(word) <= max_length and _HAN.fullmatch(word) and freq.isdigit() and int(freq) >= min_freq
-                    and pos not in _JIEBA_NAMES_LATIN_NUMBERS):
-                candidates.setdefault(normalize(word), word)
-
-    # How often each candidate occurs in MSRA's training text, and how often as one gold word.
-    seen, whole = Counter(), Counter()
-    for sentence in read_word_tag_file(msra_train):
-        words = [normalize(word) for word, _ in sentence]
-        whole.update(word for word in words if word in candidates)
-        text = "".join(words)
-        seen.update(text[i:i + n] for n in range(2, max_length + 1) for i in range(len(text) - n + 1)
-                    if text[i:i + n] in candidates)
-
-    out, cache = {}, {}
-    for norm, word in sorted(candidates.items()):
-        if seen[norm] and whole[norm] < min_whole_share * seen[norm]:
-            continue                                  # MSR cuts it: the model learnt to
-        ((_, tag),) = derive_sentence([(word, "o")], lexicon, cache)
-        if tag not in KEPT_BY_MODEL:
-            out[norm] = tag
-    return out
-
+# ------------------------------------------------------------------ writing
 
 def write_word_dictionary(words: dict[str, str], path: str | Path) -> Path:
     """Write ``words`` as a gzip ``word<TAB>tag`` file, byte for byte the same for the same words

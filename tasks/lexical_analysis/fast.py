@@ -20,7 +20,7 @@ from typing import Any
 from taskflow.errors import ManifestError
 from taskflow.task import TextTask
 
-from . import normalize, words_from_labels
+from .tagger import normalize, words_from_labels
 from .user_dict import load_user_dict
 
 __all__ = ["JiebaSegmentationTask", "build_package", "DICTIONARY"]

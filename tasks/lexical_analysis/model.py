@@ -22,10 +22,11 @@ every real position's output is independent of how much padding a batch adds.
 
 from __future__ import annotations
 
+import numpy as np
 import paddle
 import paddle.nn as nn
 
-__all__ = ["LexicalNet", "ConvLexicalNet", "crf_decoding"]
+__all__ = ["LexicalNet", "ConvLexicalNet", "crf_decoding", "crf_batch_loss"]
 
 
 def crf_decoding(emission, transition, lengths):
@@ -173,3 +174,16 @@ class ConvLexicalNet(LexicalNet):
             if (k + 1) % len(self._dilations) == 0:
                 hidden = self.block_dropout(hidden)
         return hidden.transpose([0, 2, 1])                                  # [B, T, C]
+
+
+def crf_batch_loss(network: LexicalNet, examples: list[tuple[str, list[int]]], vocab):
+    """The CRF loss of ``network`` on ``(normalised text, label ids)`` examples, padded into one batch;
+    ``vocab`` is the :class:`~.tagger.LexicalVocab` that encodes the texts.  Training on the user's
+    files (``taskflow train ner``) and the lab's recipe for the shipped model both step on it."""
+    feeds = vocab.encode([text for text, _ in examples])
+    tags = np.zeros_like(feeds["char_ids"])
+    for row, (text, labels) in enumerate(examples):
+        tags[row, : len(text)] = labels
+    char_ids = paddle.to_tensor(feeds["char_ids"])
+    emission, _ = network.emissions(char_ids, paddle.to_tensor(feeds["bigram_ids"]))
+    return network.crf_loss(emission, char_ids, paddle.to_tensor(tags))

@@ -1,4 +1,4 @@
-"""Recipe: an entity tagger for your own entity types, from a BIO or CLUENER file.
+"""Training on your own files: an entity tagger for your own entity types, from a BIO or CLUENER file.
 
     taskflow train ner --train train.bio --dev dev.bio --out my_ner/
     taskflow train ner --train cluener/train.json --dev cluener/dev.json --out my_ner/
@@ -24,7 +24,8 @@ ships; training stops after --patience epochs without a better one, after
 F1; per type: mentions in train and dev, P/R/F1) is printed and written into the
 manifest under metrics.dev.
 
-The shipped fast-mode model itself is trained by ``taskflow train lexical_analysis``.
+The shipped fast-mode model itself was made by the lab's recipe for the public data,
+``python -m recipes.lexical_analysis.train`` (not in the wheel).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     if not args.train:
         parser.error("--train FILE is required: `taskflow train ner` trains on your own entity file "
-                     "(the shipped fast-mode model is trained by `taskflow train lexical_analysis`)")
+                     "(the shipped fast-mode model was made by the lab's recipe, `python -m recipes.lexical_analysis.train`)")
     return args
 
 
@@ -109,8 +110,7 @@ def entity_report(gold: list[list[tuple]], predicted: list[list[tuple]], types: 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
-    from taskflow.tasks.lexical_analysis import NORMALIZATION, LexicalVocab, normalize
-    from taskflow.tasks.lexical_analysis.train import build_vocab, crf_batch_loss
+    from taskflow.tasks.lexical_analysis.tagger import NORMALIZATION, LexicalVocab, build_vocab, normalize
 
     started = time.time()
     rng = seed_all(args.seed)
@@ -147,7 +147,7 @@ def main(argv=None) -> int:
         log(f"{len(train)} training and {len(dev)} dev sentences, entity types {', '.join(types)}, "
             f"{len(char_list)} chars")
 
-    from taskflow.tasks.lexical_analysis.model import LexicalNet
+    from taskflow.tasks.lexical_analysis.model import LexicalNet, crf_batch_loss
 
     architecture = {"vocab_size": len(char_list), "bigram_vocab_size": len(bigram_list), "num_tags": len(labels),
                     "char_dim": args.char_dim, "bigram_dim": args.bigram_dim, "hidden_size": args.hidden_size,

@@ -1,6 +1,6 @@
 """Writes genre_dev.jsonl from the annotated rows below (see README.md in this folder).
 
-    python tasks/lexical_analysis/dev/make_genre_dev.py [--corpus-dir ../shared/data/corpus]
+    python recipes/lexical_analysis/dev/make_genre_dev.py [--corpus-dir ../shared/data/corpus]
 
 Each row: source, text, its PER/LOC/ORG mentions, and optionally the set of those mentions that
 also occur inside a longer listed mention (黎志强 … 香港永久居民，香港理工大学: 香港 is a LOC where it
