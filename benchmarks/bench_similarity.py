@@ -35,7 +35,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from taskflow import Taskflow
-    from taskflow.tasks.text_similarity.data import read_pairs
+    from taskflow.tasks.text_similarity.pairs import read_pairs
 
     pairs = [[p.text1, p.text2] for p in read_pairs(Path(args.data) / "lcqmc" / "test.tsv")]
     mean_chars = sum(len(a) + len(b) for a, b in pairs) / len(pairs)

@@ -14,7 +14,7 @@ The data are the fast recipes' own, read by their code, so the figures sit besid
   each set's dev and test split, and on the robustness suite's labelled kinds (negation, contrast,
   slang; ``robustness.generate_cases``, seed 0, 300 a kind, words held out from the augmentation).
 * similarity: BQ train, AFQMC train and the LCQMC dev training part, pairs shared with an evaluation
-  split dropped (``text_similarity.train.load_pairs``); the threshold is picked on the selection
+  split dropped (``recipes.text_similarity.train.load_pairs``); the threshold is picked on the selection
   splits (LCQMC dev held-out part + BQ dev), then LCQMC test, BQ test, AFQMC dev and the swap dev set
   are scored with it.
 
@@ -176,7 +176,7 @@ def sentiment_data(args) -> tuple[list, dict]:
 
 def similarity_data(args) -> tuple[list, dict, dict]:
     """(training items, selection splits, report splits): items are ``((text1, text2), label)``."""
-    from taskflow.tasks.text_similarity import train as recipe
+    from recipes.text_similarity import train as recipe
 
     recipe_args = recipe.parse_args(["--data-dir", args.data_dir, "--out", str(args.out),
                                      "--hard-negatives", str(args.hard_negatives),

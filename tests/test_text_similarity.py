@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 from make_tiny_models import make_tiny_similarity
 
+from recipes.text_similarity.data import drop_overlap, split_lcqmc_dev
 from taskflow import Taskflow
 from taskflow.cli import main
 from taskflow.errors import InputTypeError, InvalidInputError, OptionError
 from taskflow.packages import available_models
-from taskflow.tasks.text_similarity.data import Pair, drop_overlap, read_pairs, split_lcqmc_dev
 from taskflow.tasks.text_similarity.features import Segmenter, Vocab, encode, model_text
+from taskflow.tasks.text_similarity.pairs import Pair, read_pairs
 
 PAIRS = [["怎么修改微信密码", "微信密码怎么改"], ["明天天气怎么样", "昨天天气怎么样"], ["这家酒店很干净", "服务太差了"]]
 
@@ -304,7 +305,7 @@ def test_shipped_model_scores_near_duplicates_high_unrelated_low_and_is_symmetri
 # ------------------------------------------------- generated pairs (augment.py) and the swap dev set
 
 def test_swap_roles_makes_a_negative_and_skips_identical_or_joined_entities():
-    from taskflow.tasks.text_similarity.augment import GeneratedPair, swap_roles
+    from recipes.text_similarity.augment import GeneratedPair, swap_roles
 
     rng = random.Random(0)
     assert swap_roles("北京到上海的高铁票多少钱", rng) == GeneratedPair("北京到上海的高铁票多少钱", "上海到北京的高铁票多少钱",
@@ -320,7 +321,7 @@ def test_swap_roles_makes_a_negative_and_skips_identical_or_joined_entities():
 
 
 def test_symmetric_swaps_keep_the_meaning_and_only_before_a_symmetric_question():
-    from taskflow.tasks.text_similarity.augment import GeneratedPair, swap_symmetric
+    from recipes.text_similarity.augment import GeneratedPair, swap_symmetric
 
     rng = random.Random(0)
     assert swap_symmetric("花呗和借呗有什么区别", rng) == GeneratedPair("花呗和借呗有什么区别", "借呗和花呗有什么区别",
@@ -335,7 +336,7 @@ def test_symmetric_swaps_keep_the_meaning_and_only_before_a_symmetric_question()
 def test_framed_questions_give_swaps_of_both_labels():
     from collections import Counter
 
-    from taskflow.tasks.text_similarity.augment import SWAP_FRAMES, framed_questions, generated_training_pairs
+    from recipes.text_similarity.augment import SWAP_FRAMES, framed_questions, generated_training_pairs
 
     questions = framed_questions(300, random.Random(1))
     assert questions == framed_questions(300, random.Random(1)) and "{" not in "".join(questions)
@@ -349,7 +350,7 @@ def test_framed_questions_give_swaps_of_both_labels():
 
 
 def test_numbers_entities_and_negations_change_only_where_the_meaning_changes():
-    from taskflow.tasks.text_similarity.augment import change_entity, change_number, flip_negation
+    from recipes.text_similarity.augment import change_entity, change_number, flip_negation
 
     rng = random.Random(0)
     changed = change_number("尾号1234的卡还款3天了", rng)
@@ -371,7 +372,7 @@ def test_numbers_entities_and_negations_change_only_where_the_meaning_changes():
 
 
 def test_paraphrases_keep_the_meaning():
-    from taskflow.tasks.text_similarity.augment import GeneratedPair, edit_surface, substitute_synonym
+    from recipes.text_similarity.augment import GeneratedPair, edit_surface, substitute_synonym
 
     assert substitute_synonym("怎么截图", random.Random(0)) == GeneratedPair("怎么截图", "怎么截屏", 1, "synonym")
     assert substitute_synonym("苹果手机多少钱", random.Random(1)).text2 in ("iPhone多少钱", "苹果手机什么价格")
@@ -387,7 +388,7 @@ def test_paraphrases_keep_the_meaning():
 
 
 def test_augmented_pairs_are_seeded_balanced_and_keep_excluded_texts_out():
-    from taskflow.tasks.text_similarity.augment import augmented_pairs, generated_training_pairs
+    from recipes.text_similarity.augment import augmented_pairs, generated_training_pairs
 
     questions = ["北京到上海的高铁票多少钱", "花呗怎么还款", "借款3天利息多少", "为什么不能借款", "怎么截图",
                  "我给他转账了怎么撤回", "信用卡可以分期", "明天天气怎么样", "苹果手机怎么下载微信", "为什么我的借呗不能用"]
@@ -408,7 +409,7 @@ def test_augmented_pairs_are_seeded_balanced_and_keep_excluded_texts_out():
 def test_the_swap_dev_set_meets_its_contract():
     from collections import Counter
 
-    from taskflow.tasks.text_similarity.augment import KINDS, NEGATIVE_KINDS, SWAP_DEV, read_generated
+    from recipes.text_similarity.augment import KINDS, NEGATIVE_KINDS, SWAP_DEV, read_generated
 
     pairs = read_generated(SWAP_DEV)
     assert len(read_pairs(SWAP_DEV)) == len(pairs) >= 300                  # also a plain text_a/text_b/label file
@@ -473,7 +474,7 @@ def test_ensemble_false_runs_the_package_s_own_network_and_embeddings_stay_its_o
 def test_calibrate_tunes_the_ensemble_threshold_on_the_selection_splits(ensemble_package, tmp_path):
     import shutil
 
-    from taskflow.tasks.text_similarity.calibrate import main as calibrate
+    from recipes.text_similarity.calibrate import main as calibrate
     from taskflow.training import update_manifest
 
     package = tmp_path / "pair"

@@ -1,83 +1,42 @@
-"""Recipe: BQ + AFQMC + part of LCQMC dev -> RE2-style matcher (or bi-encoder) -> model package.
+"""``taskflow train text_similarity --train FILE``: a matcher trained on your own labelled pairs.
 
-    OMP_NUM_THREADS=2 taskflow train text_similarity --data-dir ../shared/data/matching \\
-        --out resources/text_similarity/re2_char_word --minutes 30
-
-Data (public sources; see README.md and ../shared/data/matching/README.md).
-Every path can also be given on its own (``--bq-train``, ``--lcqmc-dev``...):
-
-* training: ``bq_corpus/train.tsv`` (BQ corpus, Chen et al. 2018),
-  ``afqmc/train.tsv`` (CLUE AFQMC) and the part of ``lcqmc/dev.tsv`` (LCQMC,
-  Liu et al. 2018) left after ``--lcqmc-held-out`` pairs are drawn with
-  ``--seed`` (LCQMC's own train split is not available here);
-* model selection: the held-out part of LCQMC dev and ``bq_corpus/dev.tsv``
-  (epoch, and the decision threshold);
-* report only: ``lcqmc/test.tsv`` (12,500 pairs), ``bq_corpus/test.tsv`` and
-  ``afqmc/dev.tsv``.
-
-Training pairs that also occur in a selection or report split (either order,
-after normalisation) are dropped.  Nothing is trained on a test split.
-
-``--hard-negatives N`` adds N pairs generated from the training texts by
-``augment.py`` (half hard negatives: swapped roles, changed numbers, entities,
-negations; half paraphrases: synonyms, polite prefixes, particles), none with
-a text of a selection or report split or of ``dev/swap_dev.tsv``.  Off by default.
-
-``--minutes`` is a wall-clock budget: after a few steps the recipe measures
-its speed and fits the number of steps (and the learning-rate schedule) into
-it.  ``--max-train-pairs`` trains on a random subset (architecture comparisons).
-``--vectors DIR`` starts the char and word tables from corpus vectors
-(``python -m pretraining.vectors``).
-
-Your own labelled pairs instead (a .csv / .tsv with a header, or .jsonl):
-
-    taskflow train text_similarity --train pairs.tsv --dev pairs_dev.tsv \
+    taskflow train text_similarity --train pairs.tsv --dev pairs_dev.tsv \\
         --text-field text_a,text_b --label-field label --out my_model/
 
-Labels are 0 (different meaning) and 1 (same).  Without --data-dir the defaults
-suit a few thousand pairs: a small bi-encoder (``--arch siamese``, so
-``return_embeddings`` works), an evaluation on dev after each epoch, the best one
-kept, and the decision threshold tuned on dev; the vocabulary comes from the
---train file (its words found with jieba).  The dev report (accuracy at that
-threshold; per label: train and dev pairs, precision, recall) is printed and
-written into the manifest under metrics.dev.
+A .csv / .tsv with a header, or .jsonl.  Labels are 0 (different meaning) and 1 (same).  The
+defaults suit a few thousand pairs: a small bi-encoder (``--arch siamese``, so
+``return_embeddings`` works), an evaluation on dev after each epoch, the best one kept, and the
+decision threshold tuned on dev; the vocabulary comes from the --train file (its words found with
+jieba).  The dev report (accuracy at that threshold; per label: train and dev pairs, precision,
+recall) is printed and written into the manifest under metrics.dev.  ``--vectors DIR`` starts the
+char and word tables from corpus vectors (``python -m pretraining.vectors``).
+
+The pieces here (encoding, the network's options, the training loop, the threshold) are also
+those of the recipe that made the bundled models from the public matching corpora
+(``recipes/text_similarity/train.py`` in the repository).
 """
 
 from __future__ import annotations
 
-import json
-import random
-import shutil
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 from taskflow.errors import TrainingDataError
 from taskflow.training import (Fit, PackageDraft, Schedule, add_own_data_options, check_label_sets,
                                classification_report, fast_cpu_math, fit, framework_versions, jieba_cut,
-                               length_batches, load_vectors, log, own_data_defaults, portable_path,
-                               pretrained_embeddings, print_report, read_labelled, recipe_parser, seed_all,
-                               split_off_dev, vectors_report)
+                               length_batches, load_vectors, log, portable_path, pretrained_embeddings, print_report,
+                               read_labelled, recipe_parser, seed_all, split_off_dev, vectors_report)
 
-from .augment import FRAMED_KINDS, KINDS, SWAP_DEV, generated_training_pairs, read_generated
-from .data import DEFAULT_FILES, Pair, drop_overlap, read_pairs, resolve_files, split_lcqmc_dev
 from .features import NORMALIZATION, Vocab, encode, model_text
+from .pairs import Pair
 
 MAX_LENGTH = 64
-SOURCES = {
-    "bq_corpus": "Jing Chen et al., The BQ Corpus, EMNLP 2018 (GitHub liushaoweihua/chineseGLUE_datasets, bq.zip)",
-    "afqmc": "CLUE AFQMC (Liang Xu et al., CLUE, COLING 2020; GitHub zejunwang1/bertorch data/AFQMC)",
-    "lcqmc": "Xin Liu et al., LCQMC, COLING 2018 (GitHub zejunwang1/bertorch data/LCQMC dev/test)",
-}
 
 
-def parse_args(argv):
-    parser = recipe_parser("text_similarity", __doc__, name="re2_char_word", seed=1234,
-                           data="folder with lcqmc/, bq_corpus/, afqmc/ (../shared/data/matching)")
-    for name, relative in DEFAULT_FILES.items():
-        parser.add_argument(f"--{name.replace('_', '-')}", help=f"default: DATA_DIR/{relative}")
+def add_network_options(parser) -> None:
+    """The network's and the training loop's options (the recipe for the public data has them too)."""
     parser.add_argument("--arch", choices=("match", "siamese"), default="match")
     parser.add_argument("--char-dim", type=int, default=128)
     parser.add_argument("--word-dim", type=int, default=64, help="0: chars only")
@@ -95,44 +54,30 @@ def parse_args(argv):
     parser.add_argument("--min-char", type=int, default=2)
     parser.add_argument("--min-word", type=int, default=3)
     parser.add_argument("--max-words", type=int, default=30000)
-    parser.add_argument("--lcqmc-held-out", type=int, default=2500, help="LCQMC dev pairs kept out of training")
-    parser.add_argument("--lcqmc-repeat", type=int, default=3, help="times the LCQMC part is seen per epoch")
-    parser.add_argument("--max-train-pairs", type=int, help="train on a random subset of this size")
-    parser.add_argument("--hard-negatives", type=int, default=0, metavar="N",
-                        help="add N pairs generated from the training texts (augment.py: half hard negatives, half "
-                             "paraphrases); 0: none")
-    parser.add_argument("--framed-questions", type=int, default=0, metavar="N",
-                        help="with --hard-negatives: N questions written around swap markers (augment.SWAP_FRAMES) "
-                             "join the texts pairs are generated from, and so does the symmetric kind (swaps that "
-                             "keep the meaning); 0: none")
     parser.add_argument("--vectors", metavar="DIR",
                         help="corpus vectors (python -m pretraining.vectors --out DIR): the char and word tables "
                              "start from their char and word vectors")
     parser.add_argument("--float16-weights", action="store_true",
                         help="store every weight in float16, not only the embedding tables: half the bytes, "
                              "probabilities within ~1e-3 (the package is evaluated as stored)")
-    parser.add_argument("--halve", metavar="PACKAGE",
-                        help="train nothing: write PACKAGE again to --out, every weight in float16 "
-                             "(--float16-weights for a package already trained), as --version")
     parser.add_argument("--epochs", type=float, default=3.0)
     parser.add_argument("--minutes", type=float, help="wall-clock budget for the training loop")
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--warmup", type=int, default=300)
-    parser.add_argument("--evals", type=int, default=8, help="evaluations on the selection splits over the run "
-                                                              "(own data: one after each epoch)")
+
+
+def parse_args(argv):
+    parser = recipe_parser("text_similarity", __doc__, name=None, seed=1234, data=None)
+    add_network_options(parser)
     add_own_data_options(parser, text_field="text1,text2", label_field="label")
-    own_data_defaults(parser, argv, SMALL_DATA)
+    parser.set_defaults(**SMALL_DATA)
+    if any(arg == "--data-dir" or arg.startswith("--data-dir=") for arg in argv):
+        parser.error("--data-dir DIR trains the bundled model from the public corpora, a recipe kept in the "
+                     "repository (python -m recipes.text_similarity.train); give --train FILE for your own pairs")
     args = parser.parse_args(argv)
-    if args.halve:
-        return args
-    if args.train and args.data_dir:
-        parser.error("give --data-dir DIR (the project's data layout) or --train FILE (your own pairs), not both")
-    if args.framed_questions and not args.hard_negatives:
-        parser.error("--framed-questions N feeds the pairs --hard-negatives generates: give both")
-    if args.hard_negatives < 0 or (args.hard_negatives and args.train):
-        parser.error("--hard-negatives N (N >= 0) generates pairs from the project's data (--data-dir); its rules "
-                     "are written for Chinese questions of that kind, not for your own --train pairs")
+    if not args.train:
+        parser.error("give --train FILE: your labelled pairs (.csv, .tsv or .jsonl, a 0/1 label)")
     return args
 
 
@@ -265,66 +210,8 @@ def fit_matcher(network, train: Encoded, index: list[int], evaluate, select: str
                         warmup=min(args.warmup, steps_per_epoch), evals=evals, minutes=args.minutes,
                         first_check=40, eval_guess=eval_guess)
     return fit(network, lambda: length_batches(train.lengths, args.batch_size, rng, index), loss_of, evaluate,
-               schedule=schedule, select=select, average=args.average_weights, quiet=args.quiet)
-
-
-def load_pairs(args):
-    """The data files; the training pairs by source (minus those in an evaluation split), how many
-    were dropped for that, and the selection and report splits."""
-    overrides = {name: getattr(args, name) for name in DEFAULT_FILES}
-    files = resolve_files(args.data_dir, overrides)
-    sets = {name: read_pairs(path) for name, path in files.items()}
-    lcqmc_train, lcqmc_held = split_lcqmc_dev(sets["lcqmc_dev"], args.lcqmc_held_out, args.seed)
-    selection = {"lcqmc_dev_held_out": lcqmc_held, "bq_dev": sets["bq_dev"]}
-    report = {"lcqmc_test": sets["lcqmc_test"], "bq_test": sets["bq_test"], "afqmc_dev": sets["afqmc_dev"]}
-    parts = {"bq_train": sets["bq_train"], "afqmc_train": sets["afqmc_train"], "lcqmc_dev_train_part": lcqmc_train}
-    dropped = {}
-    for name in parts:
-        parts[name], dropped[name] = drop_overlap(parts[name], *selection.values(), *report.values())
-    if args.max_train_pairs:
-        total = sum(len(p) for p in parts.values())
-        for name in parts:  # the same fraction of each source
-            keep = round(len(parts[name]) * min(1.0, args.max_train_pairs / total))
-            parts[name] = random.Random(args.seed).sample(parts[name], keep)
-    if not any(parts.values()):
-        raise SystemExit("no training pairs left after dropping those shared with the evaluation splits")
-    generated = {"requested": 0, "pairs": 0}
-    if args.hard_negatives:
-        held_out = [p for pairs in (*selection.values(), *report.values()) for p in pairs]
-        held_out_files = ["the selection and report splits"]
-        if SWAP_DEV.is_file():       # in a checkout (not in a wheel): keep its texts out too
-            held_out += read_generated(SWAP_DEV)
-            held_out_files.append("tasks/text_similarity/dev/swap_dev.tsv")
-        pairs = generated_training_pairs([p for part in parts.values() for p in part], held_out,
-                                         args.hard_negatives, args.seed, framed=args.framed_questions)
-        parts["generated"] = [Pair(p.text1, p.text2, p.label) for p in pairs]
-        kinds = FRAMED_KINDS if args.framed_questions else KINDS
-        generated = {"requested": args.hard_negatives, "pairs": len(pairs), "seed": args.seed,
-                     **({"framed_questions": args.framed_questions} if args.framed_questions else {}),
-                     "by_kind": {kind: sum(p.kind == kind for p in pairs) for kind in kinds},
-                     "texts_excluded": held_out_files,
-                     "method": "augment.generated_training_pairs over the training texts above"}
-        dropped["generated"] = 0
-    log("training pairs: " + ", ".join(f"{k} {len(v)} (dropped {dropped[k]} shared with eval splits)"
-                                       for k, v in parts.items()))
-    return files, parts, dropped, selection, report, generated
-
-
-def evaluate_shipped(network, selection_data: dict, report: dict, vocab: Vocab, cache: dict) -> tuple[float, dict]:
-    """The decision threshold best on the selection splits, and accuracies there and on the report splits."""
-    selection_scores = {k: (predict(network, d), d.labels) for k, d in selection_data.items()}
-    threshold = best_threshold(list(selection_scores.values()))
-    metrics = {"selection": {}, "report": {}}
-    for k, (s, y) in selection_scores.items():
-        metrics["selection"][k] = {"pairs": len(y), "accuracy": round(accuracy(s, y, threshold), 4),
-                                   "accuracy_at_0.5": round(accuracy(s, y), 4)}
-    for k, pairs in report.items():
-        data = Encoded(pairs, vocab, cache)
-        s = predict(network, data)
-        metrics["report"][k] = {"pairs": len(pairs), "accuracy": round(accuracy(s, data.labels, threshold), 4),
-                                "accuracy_at_0.5": round(accuracy(s, data.labels), 4)}
-    log(f"threshold {threshold}: " + json.dumps(metrics))
-    return threshold, metrics
+               schedule=schedule, select=select, average=args.average_weights,
+               quiet=getattr(args, "quiet", False))
 
 
 def read_own_pairs(path: str, args) -> list:
@@ -412,110 +299,16 @@ def train_own_pairs(args, argv: list[str]) -> int:
     return 0
 
 
-def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(argv)
-    fast_cpu_math()
-    if args.halve:
-        return halve(args)
-    if args.train:
-        return train_own_pairs(args, argv)
-    started = time.time()
-    rng = seed_all(args.seed)
-    files, parts, dropped, selection, report, generated = load_pairs(args)
-
-    train_texts = [model_text(t, MAX_LENGTH) for pairs in parts.values() for p in pairs for t in (p.text1, p.text2)]
-    distinct = list(dict.fromkeys(train_texts))
-    log(f"building the vocabulary from {len(distinct)} distinct training texts (jieba)")
-    vocab = Vocab.build(distinct, jieba_cut(), min_char=args.min_char, min_word=args.min_word, max_words=args.max_words)
-    log(f"{len(vocab.char_list)} chars, {len(vocab.word_list)} words")
-
-    cache: dict = {}
-    train_pairs = [p for pairs in parts.values() for p in pairs]
-    train = Encoded(train_pairs, vocab, cache)
-    lcqmc_start = 0
-    for name, pairs in parts.items():     # the LCQMC part's place among the sources (generated pairs come after it)
-        if name == "lcqmc_dev_train_part":
-            break
-        lcqmc_start += len(pairs)
-    lcqmc_index = list(range(lcqmc_start, lcqmc_start + len(parts["lcqmc_dev_train_part"])))
-    epoch_index = list(range(len(train_pairs))) + lcqmc_index * (args.lcqmc_repeat - 1)
-    selection_data = {k: Encoded(v, vocab, cache) for k, v in selection.items()}
-    log(f"encoded in {time.time() - started:.0f}s; {len(epoch_index)} pairs per epoch")
-
-    architecture, network = build_network(args, vocab)
-    log(f"{args.arch}: {sum(int(np.prod(p.shape)) for p in network.parameters()):,} parameters")
-    pretrained = start_from_vectors(network, args.vectors, vocab, args.seed) if args.vectors else None
-
-    def evaluate():
-        accuracies = {k: accuracy(predict(network, d), d.labels) for k, d in selection_data.items()}
-        return {**accuracies, "mean": float(np.mean(list(accuracies.values())))}
-
-    run = fit_matcher(network, train, epoch_index, evaluate, "mean", args, rng, evals=args.evals, eval_guess=15.0)
-
-    with PackageDraft(args, "text_similarity", started=started) as draft:
-        draft.ship_weights(network, float16=stored_in_float16(args))    # and evaluate exactly what ships
-        threshold, metrics = evaluate_shipped(network, selection_data, report, vocab, cache)
-        vocab.save(draft / "vocab.json")
-        draft.write({
-            "description": ("RE2-style interaction model over chars and words with exact-match flags"
-                            if args.arch == "match" else "siamese conv bi-encoder over chars and words"),
-            "architecture": architecture,
-            "normalization": list(NORMALIZATION),
-            "labels": [0, 1],
-            "max_length": MAX_LENGTH,
-            "threshold": threshold,
-            "training": {
-                "train_files": {k: portable_path(files[k], args.data_dir) for k in ("bq_train", "afqmc_train", "lcqmc_dev")},
-                "train_pairs": {k: len(v) for k, v in parts.items()},
-                "dropped_overlap_with_eval": dropped,
-                "lcqmc_dev_split": {"seed": args.seed, "held_out": args.lcqmc_held_out,
-                                    "method": "random.Random(seed).shuffle of row indices; first held_out rows held out"},
-                "lcqmc_repeat": args.lcqmc_repeat,
-                "max_train_pairs": args.max_train_pairs,
-                "hard_negatives": generated,
-                "selection_splits": ["lcqmc/dev.tsv held-out part", "bq_corpus/dev.tsv"],
-                "sources": SOURCES,
-                "vocab": {"chars": len(vocab.char_list), "words": len(vocab.word_list), "min_char": args.min_char,
-                          "min_word": args.min_word, "segmenter": "jieba 0.42 (HMM) word list, max-probability path"},
-                **({"pretrained_embeddings": pretrained} if pretrained else {}),
-                **run.summary(), "batch_size": args.batch_size, "seed": args.seed,
-            },
-            "metrics": metrics,
-            "framework": framework_versions("paddlepaddle", "numpy"),
-        })
-    return 0
-
-
 def stored_in_float16(args):
     """Which weights ship in float16: the embedding tables, or with ``--float16-weights`` all."""
     return (lambda name: True) if args.float16_weights else (lambda name: "_emb." in name)
 
 
-def halve(args) -> int:
-    """``--halve PACKAGE``: the package's network stored again with every weight in float16, under
-    its own name and ``--version``; the rest of the manifest is kept and says where it came from.
-    Its recorded metrics are the float32 network's: measure the new one through the product
-    (benchmarks/accuracy_similarity.py) before shipping it."""
-    from taskflow.packages import MANIFEST, Manifest
-    from taskflow.predictor import load_weights
-
-    from .model import build
-
-    source = Path(args.halve)
-    manifest = Manifest.load(source / MANIFEST)
-    network = build(manifest.data["architecture"])
-    load_weights(network, source / "weights.npz")
-    fields = {k: v for k, v in manifest.data.items() if k not in ("task", "name", "version", "files")}
-    fields["training"] = {**fields.get("training", {}), "stored_in_float16": {
-        "from_version": manifest.version, "from_weights_sha256": manifest.files["weights.npz"]["sha256"],
-        "note": "every weight halved after training (--halve); metrics above are the float32 network's"}}
-    with PackageDraft(args, "text_similarity") as draft:
-        draft.identity["name"] = manifest.name
-        draft.ship_weights(network, float16=lambda name: True)
-        shutil.copyfile(source / "vocab.json", draft / "vocab.json")
-        draft.write(fields)
-    return 0
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    fast_cpu_math()
+    return train_own_pairs(args, argv)
 
 
 if __name__ == "__main__":

@@ -73,7 +73,7 @@ import re
 from pathlib import Path
 from typing import Callable, Collection, Iterable, Iterator, NamedTuple, Sequence
 
-from .features import model_text
+from taskflow.tasks.text_similarity.features import model_text
 
 __all__ = ["GeneratedPair", "NEGATIVE_KINDS", "POSITIVE_KINDS", "KINDS", "GENERATORS", "swap_roles",
            "change_number", "change_entity", "flip_negation", "substitute_synonym", "edit_surface", "swap_symmetric",

@@ -1,13 +1,13 @@
 """Tune a text_similarity package's decision threshold through the product, on the selection
 splits its recipe tuned on: the held-out part of LCQMC dev (the manifest's ``lcqmc_dev_split``)
-and BQ dev.  The threshold is the one with the best mean accuracy there (``train.best_threshold``:
+and BQ dev.  The threshold is the one with the best mean accuracy there (the task's ``train.best_threshold``:
 a 0.01 grid, ties closest to 0.5), exactly as the recipe picks a single network's.
 
 A package with an ``ensemble`` (networks it requires, whose probabilities it averages) is tuned
 as it runs by default, into ``ensemble_threshold``; ``--own-network`` tunes its own network
 alone (``ensemble=False``) into ``threshold``:
 
-    python -m taskflow.tasks.text_similarity.calibrate --package resources/text_similarity/siamese_char_word \\
+    python -m recipes.text_similarity.calibrate --package resources/text_similarity/siamese_char_word \\
         --data-dir ../shared/data/matching --write
 
 Without ``--write`` it only prints the threshold and the accuracies.
@@ -38,7 +38,7 @@ def selection_splits(data_dir: str | Path, training: dict) -> dict[str, list]:
 
 def tune_threshold(task, splits: dict[str, list]) -> dict:
     """The threshold best for ``task``'s scores on ``splits``, and its accuracy on each."""
-    from .train import accuracy, best_threshold
+    from taskflow.tasks.text_similarity.train import accuracy, best_threshold
 
     scored = {}
     for name, pairs in splits.items():
@@ -53,7 +53,7 @@ def tune_threshold(task, splits: dict[str, list]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m taskflow.tasks.text_similarity.calibrate", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m recipes.text_similarity.calibrate", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--package", required=True, help="a text_similarity model package (folder)")
     parser.add_argument("--data-dir", required=True, help="the matching data folder (lcqmc/dev.tsv, bq_corpus/dev.tsv)")

@@ -1,7 +1,8 @@
 """The matching corpora and the splits the recipe and the benchmarks share.
 
 Files are TSV with a header ``text_a<TAB>text_b<TAB>label`` (as in
-``../shared/data/matching``; see its README for sources and terms).
+``../shared/data/matching``; see its README for sources and terms), read by the
+task's :func:`taskflow.tasks.text_similarity.pairs.read_pairs`.
 
 LCQMC's train split is not available, so the only open-domain labelled pairs
 are LCQMC dev.  :func:`split_lcqmc_dev` cuts it, with a fixed seed, into a
@@ -13,20 +14,14 @@ order, after the model's normalisation) in a held-out or test split.
 
 from __future__ import annotations
 
-import csv
 import random
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import Iterable
 
-from .features import model_text
+from taskflow.tasks.text_similarity.features import model_text
+from taskflow.tasks.text_similarity.pairs import Pair, read_pairs
 
 __all__ = ["Pair", "read_pairs", "split_lcqmc_dev", "drop_overlap", "pair_key", "DEFAULT_FILES", "resolve_files"]
-
-
-class Pair(NamedTuple):
-    text1: str
-    text2: str
-    label: int
 
 
 # Relative to --data-dir (the shared matching folder); each can be overridden on the command line.
@@ -56,22 +51,6 @@ def resolve_files(data_dir: str | Path | None, overrides: dict[str, str | None])
     if missing:
         raise SystemExit(f"missing data file(s): {', '.join(missing)}")
     return files
-
-
-def read_pairs(path: str | Path) -> list[Pair]:
-    """``(text1, text2, label)`` rows of a ``text_a<TAB>text_b<TAB>label`` file with a header."""
-    pairs = []
-    with open(path, encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
-        for number, row in enumerate(reader, 2):
-            try:
-                label = int(row["label"])
-            except (KeyError, TypeError, ValueError):
-                raise ValueError(f"{path}:{number}: expected text_a, text_b and a 0/1 label, got {row}") from None
-            if label not in (0, 1):
-                raise ValueError(f"{path}:{number}: label must be 0 or 1, got {label}")
-            pairs.append(Pair(row["text_a"] or "", row["text_b"] or "", label))
-    return pairs
 
 
 def split_lcqmc_dev(pairs: list[Pair], held_out: int, seed: int) -> tuple[list[Pair], list[Pair]]:
