@@ -188,6 +188,7 @@ def _scrub(text: str, url: str) -> str:
 # ------------------------------------------------------------------ manifests
 
 _MAX_SIZE = 10 ** 9   # no vocabulary, layer or sequence of a model taskflow can run comes near it
+_MAX_LIST = 1024      # entries of a list-valued architecture argument
 # Lengths and counts the tasks read from a manifest's top level: each a positive int.
 _SIZE_FIELDS = ("max_length", "max_seq_len", "max_question_len", "max_answer_len", "doc_stride", "hash_buckets")
 # Architecture arguments that give the network's number of outputs, which 'labels' lists in order.
@@ -196,7 +197,7 @@ _OUTPUT_FIELDS = ("num_labels", "num_tags")
 
 def _check_network_fields(data: Mapping[str, Any], source: str) -> None:
     """The fields a network is built from have the types and ranges it can take: ``architecture``
-    (a str ``type`` and scalar arguments, sizes 0 to 10^9), the sizes of :data:`_SIZE_FIELDS`,
+    (a str ``type`` and scalar arguments or flat lists of them, sizes 0 to 10^9), the sizes of :data:`_SIZE_FIELDS`,
     and ``labels`` (one str or int per output of the network)."""
     def refuse(field: str, value: Any, expected: str) -> ManifestError:
         shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
@@ -209,16 +210,20 @@ def _check_network_fields(data: Mapping[str, Any], source: str) -> None:
         if not isinstance(architecture.get("type"), str) or not architecture["type"]:
             raise refuse("architecture 'type'", architecture.get("type"), "the name of a network, e.g. 'sentiment_cnn'")
         for name, value in architecture.items():
-            if isinstance(value, bool) or isinstance(value, str):
-                continue
-            if type(value) is int:
-                if not 0 <= value <= _MAX_SIZE:
-                    raise refuse(f"architecture {name!r}", value, f"a size from 0 to {_MAX_SIZE:,}")
-            elif type(value) is float:
-                if not math.isfinite(value):
-                    raise refuse(f"architecture {name!r}", value, "a finite number")
-            else:
-                raise refuse(f"architecture {name!r}", value, "a number, a str or a bool")
+            # A flat list of such values is an argument too (e.g. a dilated CNN's dilations per layer).
+            values = value if isinstance(value, list) and len(value) <= _MAX_LIST else [value]
+            for item in values:
+                if isinstance(item, bool) or isinstance(item, str):
+                    continue
+                if type(item) is int:
+                    if not 0 <= item <= _MAX_SIZE:
+                        raise refuse(f"architecture {name!r}", value, f"a size from 0 to {_MAX_SIZE:,}")
+                elif type(item) is float:
+                    if not math.isfinite(item):
+                        raise refuse(f"architecture {name!r}", value, "a finite number")
+                else:
+                    raise refuse(f"architecture {name!r}", value,
+                                 f"a number, a str, a bool or a list of at most {_MAX_LIST} of them")
     for name in _SIZE_FIELDS:
         if name in data and not (type(data[name]) is int and 1 <= data[name] <= _MAX_SIZE):
             raise refuse(repr(name), data[name], f"a whole number from 1 to {_MAX_SIZE:,}")

@@ -1055,6 +1055,8 @@ MALFORMED = {
     "size-10^18": (dict(edit=_set("architecture", "conv_channels", 10 ** 18)), "expected a size from 0 to 1,000,000,000"),
     "fewer-labels": (dict(edit=_set("labels", ["negative"])), "'labels' lists 1 label(s) but the network has 2 outputs"),
     "labels-not-str": (dict(edit=_set("labels", ["negative", None])), "expected a list of str (or int)"),
+    "list-of-objects": (dict(edit=_set("architecture", "dilations", [1, {"a": 2}])), "or a list of at most 1024"),
+    "list-size-10^18": (dict(edit=_set("architecture", "dilations", [1, 10 ** 18])), "expected a size from 0 to"),
     "long-vocabulary": (dict(vocab_lines=500), "entries but the network embeds 133 (architecture 'vocab_size')"),
     "requires-cycle": (dict(edit=_set("requires", {"itself": "./loop"})), "'requires' form a cycle"),
 }
