@@ -8,7 +8,7 @@
     taskflow list
     taskflow download sentiment_analysis
     taskflow pack my_model/ served/                          (lay a package out for a PPNLP_ENDPOINT server)
-    taskflow train sentiment_analysis --data-dir ../shared/data/sentiment --out my_model/
+    taskflow train sentiment_analysis --train my_reviews.csv --out my_model/
 """
 
 from __future__ import annotations

@@ -299,7 +299,7 @@ def test_a_sentiment_ensemble_refuses_members_that_cannot_mix(parity, tiny_senti
 
 def test_the_sentiment_recipe_tunes_an_ensemble_s_weights_then_its_temperature(parity, tiny_sentiment, tmp_path):
     """Each weighting's pooled dev accuracy in the manifest is what the task gives with those weights."""
-    from taskflow.tasks.sentiment_analysis.train import ENSEMBLE_SELECTION, main
+    from recipes.sentiment_analysis.train import ENSEMBLE_SELECTION, main
     from taskflow.training import update_manifest
 
     package = _sentiment_ensemble(parity, tiny_sentiment, tmp_path / "mix")
@@ -781,7 +781,7 @@ def test_classifier_fine_tuning_learns_a_toy_rule_and_reports_every_split(tmp_pa
         finetune_classifier.load_package_weights(restored, out, CharVocab([*SPECIAL_TOKENS, *filler, "差", "好"]))
     # ... and trains statements of fact towards equal probabilities beside the labelled texts: at a
     # vanishing learning rate it scores what the first stage scored.
-    from taskflow.tasks.sentiment_analysis.augment import fact_sentences
+    from recipes.sentiment_analysis.augment import fact_sentences
 
     second = tmp_path / "second"
     assert finetune_classifier.main(["sentiment", "--encoder", str(tmp_path / "checkpoint.pt"), "--data-dir", str(data),
@@ -796,7 +796,7 @@ def test_classifier_fine_tuning_learns_a_toy_rule_and_reports_every_split(tmp_pa
 def test_sentiment_augmentation_is_sized_by_augment_scale_as_the_char_recipe_sizes_it(tmp_path):
     pytest.importorskip("torch")
     finetune_classifier = _classifier_recipe()[0]
-    from taskflow.tasks.sentiment_analysis.train import augmented, read_statements
+    from recipes.sentiment_analysis.train import augmented, read_statements
 
     data = tmp_path / "sentiment"
     reviews = [(1, "这家店的服务很好，菜也好吃"), (0, "房间太小了，隔音也差"), (1, "物流很快，质量不错"), (0, "味道一般，价格偏贵")]

@@ -94,7 +94,7 @@ def test_reading_comprehension_vectors_replace_the_svd_step(capsys):
 # ------------------------------------------------------------------ sentiment_analysis
 
 def test_sentiment_char_table_and_bigram_buckets_from_the_vectors(tmp_path):
-    from taskflow.tasks.sentiment_analysis.train import start_from_vectors
+    from recipes.sentiment_analysis.train import start_from_vectors
     from taskflow.tasks.text_classification.model import SentimentNet
 
     buckets = 4
@@ -132,7 +132,7 @@ def test_sentiment_bigram_buckets_are_the_ones_the_network_looks_up(tmp_path):
     """Through the network itself: the bigram features of "好评" are its corpus vector's direction."""
     import paddle
 
-    from taskflow.tasks.sentiment_analysis.train import start_from_vectors
+    from recipes.sentiment_analysis.train import start_from_vectors
     from taskflow.tasks.text_classification.model import SentimentNet
 
     vocab = ["[PAD]", "[UNK]", "好", "评"]
@@ -205,7 +205,7 @@ NEGATIVE = ["等了一个小时还没上菜", "房间很脏，服务太差", "�
 
 def test_sentiment_recipe_ships_the_vectors_tables(tmp_path):
     """A tiny run with --lr 0: the shipped char table and the bucket of "好吃" are the vectors'."""
-    from taskflow.cli import main as cli
+    from recipes.sentiment_analysis.train import main as recipe
     from taskflow.packages import Manifest
 
     data = tmp_path / "sentiment"
@@ -219,11 +219,11 @@ def test_sentiment_recipe_ships_the_vectors_tables(tmp_path):
     vectors = write_vectors(tmp_path / "vectors", {"char": 8, "bigram": 4},
                             {"char": ["的", "好", "吃", "菜", "贵"], "bigram": ["好吃", "很好", "太贵", "菜很"]})
     out = tmp_path / "model"
-    assert cli(["train", "sentiment_analysis", "--data-dir", str(data), "--out", str(out), "--min-freq", "1",
-                "--embed-dim", "8", "--bigram-buckets", "64", "--ngram-dim", "4", "--conv-channels", "2",
-                "--max-kernel", "1", "--wide-buckets", "64", "--batch-size", "8", "--epochs", "1", "--wide-epochs", "1",
-                "--max-len", "16", "--lr", "0", "--augment", "none", "--skip-calibration",
-                "--vectors", str(vectors)]) == 0
+    assert recipe(["--data-dir", str(data), "--out", str(out), "--min-freq", "1",
+                   "--embed-dim", "8", "--bigram-buckets", "64", "--ngram-dim", "4", "--conv-channels", "2",
+                   "--max-kernel", "1", "--wide-buckets", "64", "--batch-size", "8", "--epochs", "1",
+                   "--wide-epochs", "1", "--max-len", "16", "--lr", "0", "--augment", "none", "--skip-calibration",
+                   "--vectors", str(vectors)]) == 0
 
     record = Manifest.load(out / "manifest.json")["training"]["pretrained_embeddings"]
     assert record["vectors"] == f"{tmp_path.name}/vectors" and 0 < record["coverage"]["char"] < 1

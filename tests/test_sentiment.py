@@ -138,7 +138,7 @@ def test_cli_text_output_is_json_lines(capsys):
     assert [r["label"] for r in rows] == ["negative", "positive"]
 
 
-# --- training-side levers (issue 24): augmentation and calibration ------------------------------
+# --- training-side levers: augmentation and calibration -----------------------------------------
 
 REAL = [("酒店离火车站很近，早餐种类也多", "positive"), ("电脑运行很快，散热也不错", "positive"),
         ("等了一个半小时才送到，饭菜都凉了", "negative"), ("这本书印刷粗糙，错别字很多", "negative"),
@@ -146,7 +146,7 @@ REAL = [("酒店离火车站很近，早餐种类也多", "positive"), ("电脑�
 
 
 def test_augmentation_is_deterministic_per_seed():
-    from taskflow.tasks.sentiment_analysis.augment import KINDS, generate
+    from recipes.sentiment_analysis.augment import KINDS, generate
 
     texts, labels = [t for t, _ in REAL] * 20, [y for _, y in REAL] * 20
     made = generate(texts, labels, seed=3, scale=0.2)
@@ -185,14 +185,14 @@ def test_generated_sentences_carry_the_label_a_reader_gives_them(template_senten
 
 @pytest.fixture(scope="module")
 def template_sentences() -> dict[str, str]:
-    from taskflow.tasks.sentiment_analysis.augment import (bare_negation_sentences, contrast_sentences,
-                                                           negation_sentences, slang_sentences)
+    from recipes.sentiment_analysis.augment import (bare_negation_sentences, contrast_sentences, negation_sentences,
+                                                    slang_sentences)
 
     return dict(negation_sentences() + bare_negation_sentences() + contrast_sentences() + slang_sentences())
 
 
 def test_no_opinion_takes_statements_of_fact_and_real_sentences_without_an_opinion():
-    from taskflow.tasks.sentiment_analysis.augment import fact_sentences, generate, opinion_free
+    from recipes.sentiment_analysis.augment import fact_sentences, generate, opinion_free
 
     facts = fact_sentences()
     assert "这件衣服是白色的" in facts and "这部小说有四百页左右" in facts and len(facts) == len(set(facts))
@@ -211,7 +211,7 @@ def test_no_opinion_sentences_train_towards_equal_probabilities():
     (1/2, 1/2), whose loss -sum(w log p) is least at p = (1/2, 1/2)."""
     import numpy as np
 
-    from taskflow.tasks.sentiment_analysis.train import targets
+    from recipes.sentiment_analysis.train import targets
 
     weights = targets(np.array([0, 1, -1]), 0.5)
     assert weights.tolist() == [[1, 0], [0, 1], [0.25, 0.25]]
@@ -223,7 +223,7 @@ def test_no_opinion_sentences_train_towards_equal_probabilities():
 def test_teacher_labelled_texts_train_towards_the_teachers_probabilities():
     import numpy as np
 
-    from taskflow.tasks.sentiment_analysis.train import TEACHER_LABEL, targets
+    from recipes.sentiment_analysis.train import TEACHER_LABEL, targets
 
     weights = targets(np.array([1, TEACHER_LABEL, -1]), 0.5, np.array([np.nan, 0.8, np.nan]), teacher_weight=2.0)
     assert np.allclose(weights, [[0, 1], [0.4, 1.6], [0.25, 0.25]])
@@ -236,8 +236,8 @@ def test_teacher_reads_corpus_lines_and_the_recipe_learns_its_labels(tmp_path):
     """teacher.py: a package reads the units of unlabelled files (keyword lines and short lines
     skipped, a long line cut into groups of sentences, repeats read once) and writes its
     probabilities; the recipe trains on them and records them; a broken file is named by line."""
-    from taskflow.tasks.sentiment_analysis.teacher import GROUP_CHARS, main as teach
-    from taskflow.tasks.sentiment_analysis.train import main as train
+    from recipes.sentiment_analysis.teacher import GROUP_CHARS, main as teach
+    from recipes.sentiment_analysis.train import main as train
 
     data = _tiny_sentiment_data(tmp_path / "data")
     assert train(["--data-dir", str(data), "--out", str(tmp_path / "teacher"), "--augment", "none",
@@ -276,7 +276,7 @@ def test_teacher_reads_corpus_lines_and_the_recipe_learns_its_labels(tmp_path):
 def test_only_the_opt_in_no_opinion_kind_adds_texts_without_a_label():
     """What other trainers reuse (pretraining/finetune_classifier.py takes DEFAULT_AUGMENT): the
     default kinds give labels 0 / 1 only; no_opinion's texts carry -1, the recipe's "equal halves"."""
-    from taskflow.tasks.sentiment_analysis.train import DEFAULT_AUGMENT, augmented
+    from recipes.sentiment_analysis.train import DEFAULT_AUGMENT, augmented
 
     texts, labels = [t for t, _ in REAL] * 20, [int(y == "positive") for _, y in REAL] * 20
     _, default_labels, record = augmented(texts, labels, list(DEFAULT_AUGMENT), seed=0, scale=0.05)
@@ -286,7 +286,7 @@ def test_only_the_opt_in_no_opinion_kind_adds_texts_without_a_label():
 
 
 def test_faint_or_ambiguous_negations_are_not_generated():
-    from taskflow.tasks.sentiment_analysis.augment import bare_negation_sentences, negation_sentences
+    from recipes.sentiment_analysis.augment import bare_negation_sentences, negation_sentences
 
     texts = {t for t, _ in negation_sentences()}
     assert "送餐不太拖拉" not in texts and "外观不难看" not in texts      # lukewarm, not praise
@@ -299,8 +299,8 @@ def test_faint_or_ambiguous_negations_are_not_generated():
 def test_training_and_suite_vocabularies_share_nothing():
     """The held-out protocol: the suite's negation, contrast and slang cases use aspects,
     adjectives, subjects, frames and emoji no generated training sentence used."""
-    from taskflow.tasks.sentiment_analysis.augment import TRAIN_VOCABULARY
-    from taskflow.tasks.sentiment_analysis.robustness import SUITE_VOCABULARY
+    from recipes.sentiment_analysis.augment import TRAIN_VOCABULARY
+    from recipes.sentiment_analysis.robustness import SUITE_VOCABULARY
 
     assert set(TRAIN_VOCABULARY) == set(SUITE_VOCABULARY)
     for part in SUITE_VOCABULARY:
@@ -310,8 +310,8 @@ def test_training_and_suite_vocabularies_share_nothing():
 
 
 def test_no_generated_sentence_is_a_suite_sentence():
-    from taskflow.tasks.sentiment_analysis.augment import Generated, _held_out, _key, generate
-    from taskflow.tasks.sentiment_analysis.robustness import generate_cases
+    from recipes.sentiment_analysis.augment import Generated, _held_out, _key, generate
+    from recipes.sentiment_analysis.robustness import generate_cases
 
     suite = {_key(t) for c in generate_cases(per_kind=None) for t in (c.text, c.original) if t is not None}
     made = generate([t for t, _ in REAL] * 40, [y for _, y in REAL] * 40, seed=0, scale=1.0)
@@ -356,9 +356,8 @@ def test_temperature_changes_scores_not_labels(tiny_models, tmp_path):
 def test_fit_temperature_recovers_an_overconfident_models_temperature():
     import numpy as np
 
+    from recipes.sentiment_analysis.train import expected_calibration_error, fit_temperature, negative_log_likelihood
     from taskflow.tasks.sentiment_analysis import temper
-    from taskflow.tasks.sentiment_analysis.train import (expected_calibration_error, fit_temperature,
-                                                         negative_log_likelihood)
 
     rng = np.random.default_rng(0)
     logits = rng.normal(0, 2, 20000)
@@ -398,7 +397,7 @@ TINY_NETWORK = ["--max-len", "32", "--min-freq", "1", "--embed-dim", "8", "--big
 def test_recipe_with_augmentation_records_it_and_calibrates(tmp_path):
     """A smoke run of the two-stage recipe on a tiny data folder: the generated sentences and the
     temperature are in the manifest, and the package runs with it."""
-    from taskflow.tasks.sentiment_analysis.train import main as train
+    from recipes.sentiment_analysis.train import main as train
 
     data = _tiny_sentiment_data(tmp_path / "data")
     assert train(["--data-dir", str(data), "--out", str(tmp_path / "pkg"), "--augment-scale", "0.05", *TINY_NETWORK]) == 0
@@ -422,7 +421,7 @@ def test_recipe_with_augmentation_records_it_and_calibrates(tmp_path):
 
 
 def test_recipe_reads_opinion_free_sentences_for_the_no_opinion_kind(tmp_path):
-    from taskflow.tasks.sentiment_analysis.train import main as train
+    from recipes.sentiment_analysis.train import main as train
 
     data = _tiny_sentiment_data(tmp_path / "data")
     questions = tmp_path / "questions.tsv"
@@ -445,7 +444,7 @@ def test_recipe_reads_opinion_free_sentences_for_the_no_opinion_kind(tmp_path):
 
 
 def test_recipe_without_augmentation_records_none(tmp_path):
-    from taskflow.tasks.sentiment_analysis.train import main as train
+    from recipes.sentiment_analysis.train import main as train
 
     data = _tiny_sentiment_data(tmp_path / "data")
     assert train(["--data-dir", str(data), "--out", str(tmp_path / "pkg"), "--augment", "none",

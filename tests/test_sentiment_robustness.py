@@ -1,4 +1,4 @@
-"""The sentiment robustness suite (issue 24): its cases, their gold labels, and its scoring."""
+"""The sentiment robustness suite: its cases, their gold labels, and its scoring."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from collections import Counter
 
 import pytest
 
-from taskflow import Taskflow
-from taskflow.tasks.sentiment_analysis.robustness import (
+from recipes.sentiment_analysis.robustness import (
     INVARIANCE_KINDS, KINDS, LABELLED_KINDS, NO_OPINION_CEILING, Case, generate_cases, no_opinion_sentences,
     run_no_opinion, run_suite)
+from taskflow import Taskflow
 
 REAL = [  # stand-ins for dev reviews, written here: tests do not read ../shared
     ("酒店离火车站很近，房间干净，早餐种类也多，下次还住这里。", "positive"),
@@ -56,7 +56,7 @@ def test_invariance_cases_have_an_original_and_labelled_cases_a_gold_label(cases
             assert case.original is None and case.label in ("positive", "negative"), case
 
 
-def test_the_issues_sentences_are_in_the_suite(cases):
+def test_the_reported_sentences_are_in_the_suite(cases):
     pairs = {(c.kind, c.original, c.text) for c in cases}
     assert ("punctuation", "这家店很好", "这家店很好！") in pairs
     assert ("digits", "服务很好", "服务很好40") in pairs and ("digits", "服务很好", "服务很好44") in pairs
@@ -142,7 +142,7 @@ def test_run_suite_refuses_a_predict_that_drops_texts(cases):
 
 
 def test_the_shipped_model_gets_a_complete_report(cases):
-    """No accuracy threshold: the shipped model fails many of these today (issue 24)."""
+    """No accuracy threshold: the shipped model fails many of these today."""
     senta = Taskflow("sentiment_analysis", offline=True)
     report = run_suite(lambda texts: [r["label"] for r in senta(texts)], cases)
     assert list(report) == list(KINDS)

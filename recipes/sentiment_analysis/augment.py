@@ -1,8 +1,8 @@
-"""Labelled training sentences for sentiment (issue 24): copies of training sentences that change
+"""Labelled training sentences for sentiment: copies of training sentences that change
 nothing a reader cares about, and sentences built from templates for the constructions the char
 model misreads (negation, contrast, internet slang).
 
->>> from taskflow.tasks.sentiment_analysis.augment import generate, negation_sentences
+>>> from recipes.sentiment_analysis.augment import generate, negation_sentences
 >>> made = generate(["房间很干净，服务也好", "等了一个小时还没上菜"] * 10, ["positive", "negative"] * 10, seed=1)
 >>> sorted({g.kind for g in made})
 ['contrast', 'invariance', 'negation', 'no_opinion', 'slang']
@@ -47,9 +47,10 @@ from functools import lru_cache
 from itertools import product
 from typing import Iterable, Sequence
 
-from . import normalize
-from .robustness import (ISSUE_CASES, LABELS, NEGATIVE, POSITIVE, _first_clause_end, frame_shape, generate_cases,
-                         no_opinion_sentences)
+from taskflow.tasks.sentiment_analysis import normalize
+
+from .robustness import (LABELS, NEGATIVE, POSITIVE, REPORTED_CASES, _first_clause_end, frame_shape,
+                         generate_cases, no_opinion_sentences)
 
 __all__ = ["KINDS", "NEUTRAL", "SIZES", "TRAIN_VOCABULARY", "Generated", "generate", "negation_sentences",
            "bare_negation_sentences",
@@ -588,23 +589,23 @@ def _key(text: str) -> str:
 
 @lru_cache(maxsize=1)
 def _suite() -> tuple[frozenset[str], tuple[str, ...]]:
-    """The suite's texts (every labelled case and every template base, as keys) and the issue's
+    """The suite's texts (every labelled case and every template base, as keys) and the reported
     labelled sentences, which no template sentence may even contain."""
     cases = generate_cases(per_kind=None)
     texts = {_key(t) for c in cases for t in (c.text, c.original) if t is not None}
-    texts |= {_key(t) for c in ISSUE_CASES for t in (c.text, c.original) if t is not None}
+    texts |= {_key(t) for c in REPORTED_CASES for t in (c.text, c.original) if t is not None}
     texts |= {_key(t) for t in no_opinion_sentences()}
-    issue = tuple(normalize(c.text) for c in ISSUE_CASES if c.original is None)
-    return frozenset(texts), issue
+    reported = tuple(normalize(c.text) for c in REPORTED_CASES if c.original is None)
+    return frozenset(texts), reported
 
 
 def _held_out(made: list[Generated]) -> list[Generated]:
-    suite, issue = _suite()
+    suite, reported = _suite()
     out, seen = [], set()
     for g in made:
         key = _key(g.text)
         if g.source == "template":
-            hits = [s for s in issue if s in normalize(g.text)]
+            hits = [s for s in reported if s in normalize(g.text)]
             if key in suite or hits:
                 raise AssertionError(f"the training templates make the suite's sentence {g.text!r}: "
                                      "TRAIN_VOCABULARY must not share words or frames with SUITE_VOCABULARY")

@@ -1,4 +1,4 @@
-"""A CheckList-style robustness suite for sentiment (issue 24): test cases built from templates
+"""A CheckList-style robustness suite for sentiment: test cases built from templates
 written here (and, optionally, real labelled sentences), and a scorer for any ``predict``.
 
 Two sorts of case (Ribeiro et al., *Beyond Accuracy: Behavioral Testing of NLP Models with
@@ -13,7 +13,7 @@ CheckList*, ACL 2020):
   internet slang in neutral carrier sentences.
 
 >>> from taskflow import Taskflow
->>> from taskflow.tasks.sentiment_analysis.robustness import generate_cases, run_suite
+>>> from recipes.sentiment_analysis.robustness import generate_cases, run_suite
 >>> senta = Taskflow("sentiment_analysis")
 >>> report = run_suite(lambda texts: [r["label"] for r in senta(texts)], generate_cases())
 >>> sorted(report["negation"])
@@ -52,8 +52,8 @@ class Case:
     original: str | None = None
 
 
-# The issue's own sentences, always in the suite.
-ISSUE_CASES = (
+# Sentences users reported misread, always in the suite.
+REPORTED_CASES = (
     Case("punctuation", "这家店很好！", POSITIVE, "这家店很好"),
     Case("digits", "服务很好40", POSITIVE, "服务很好"),
     Case("digits", "服务很好44", POSITIVE, "服务很好"),
@@ -251,7 +251,7 @@ _EMOJI = {POSITIVE: ("😊", "👍", "😄", "🥰", "❤️", "💯"), NEGATIVE
 _PRICES = ("9.9", "19", "39", "59", "99", "128", "199", "299", "499", "999", "1999", "7999")
 
 
-# Statements with no opinion in them (issue 24: "a text with no opinion should not read 0.99"):
+# Statements with no opinion in them (a text with no opinion should not read 0.99):
 # a colour, a page count, where a place is, when or where a thing was bought.  A binary model
 # still gives them a label; what the suite checks is that it is not sure of it (top probability at
 # most NO_OPINION_CEILING).  Each frame states a fact a reviewer could mention either way: 离地铁近
@@ -275,7 +275,7 @@ def frame_shape(frame: str) -> str:
     return re.sub(r"\{\w*\}", "{}", frame)
 
 
-# The held-out split (issue 24).  Training sentences are generated (augment.py) from a vocabulary
+# The held-out split.  Training sentences are generated (augment.py) from a vocabulary
 # of its own, TRAIN_VOCABULARY, which shares no string with this one (tests/test_sentiment.py
 # asserts it), so the negation and contrast figures measure the constructions (不 / 一点也不 /
 # 不是很 ..., 虽然…但是 ...) on aspects, adjectives, subjects and frames that no generated training
@@ -300,7 +300,7 @@ SUITE_VOCABULARY: dict[str, frozenset[str]] = {
 
 def generate_cases(real: Iterable[tuple[str, str]] = (), *, seed: int = 0,
                    per_kind: int | None = 300) -> list[Case]:
-    """The suite: ``per_kind`` cases of each kind (all of them with ``per_kind=None``), the issue's
+    """The suite: ``per_kind`` cases of each kind (all of them with ``per_kind=None``), the reported
     sentences always among them; the same arguments give the same cases.
 
     ``real``: ``(text, label)`` pairs of real sentences (say, dev reviews the model gets right);
@@ -311,9 +311,9 @@ def generate_cases(real: Iterable[tuple[str, str]] = (), *, seed: int = 0,
     >>> [c for c in cases if c.text == "不难吃"]
     [Case(kind='negation', text='不难吃', label='positive', original=None)]
     """
-    fixed_per_kind = max(Counter(c.kind for c in ISSUE_CASES).values())
+    fixed_per_kind = max(Counter(c.kind for c in REPORTED_CASES).values())
     if per_kind is not None and per_kind < fixed_per_kind:
-        raise ValueError(f"per_kind must be at least {fixed_per_kind} (the issue's sentences), got {per_kind}")
+        raise ValueError(f"per_kind must be at least {fixed_per_kind} (the reported sentences), got {per_kind}")
     real = [(text, label) for text, label in real]
     for text, label in real:
         if label not in LABELS:
@@ -321,11 +321,11 @@ def generate_cases(real: Iterable[tuple[str, str]] = (), *, seed: int = 0,
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"real sentences must be non-empty str, got {text!r}")
     labelled = {"negation": _negation_cases(), "contrast": _contrast_cases(), "slang": _slang_cases()}
-    _unique([c for kind in LABELLED_KINDS for c in labelled[kind]] + [c for c in ISSUE_CASES if c.original is None])
+    _unique([c for kind in LABELLED_KINDS for c in labelled[kind]] + [c for c in REPORTED_CASES if c.original is None])
     cases = []
     for kind in KINDS:
         rng = random.Random(f"{seed}:{kind}")  # a str seed is hashed stably, whatever PYTHONHASHSEED
-        fixed = [c for c in ISSUE_CASES if c.kind == kind]
+        fixed = [c for c in REPORTED_CASES if c.kind == kind]
         if kind in INVARIANCE_KINDS:
             cases += fixed + _invariance_cases(kind, real, rng, None if per_kind is None else per_kind - len(fixed))
         else:

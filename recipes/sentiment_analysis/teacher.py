@@ -5,9 +5,10 @@ probabilities (knowledge distillation, Hinton et al. 2015; on unlabelled text, a
 The labelled sets are three genres of reviews; the pretrained encoder read 2B tokens of other text
 before its sentiment head was trained, and reads news headlines, dialogue and other review sites
 better than a char CNN that only saw the reviews.  Its probabilities on such text, learnt as soft
-targets (``train.py --teacher-labels``), carry some of that to the fast model::
+targets (``train.py --teacher-labels``), carry some of that to the fast model.  From the
+repository root::
 
-    python -m taskflow.tasks.sentiment_analysis.teacher \\
+    python -m recipes.sentiment_analysis.teacher \\
         --task-path pretraining/checkpoints/sentiment_33k_head \\
         --text ../shared/data/corpus/fewclue_csl.txt.gz ../shared/data/corpus/web_misc.txt.gz \\
         --per-file 20000 --out runs/teacher_33k.tsv
@@ -80,7 +81,7 @@ def read_units(path: str, count: int) -> tuple[list[str], int]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m taskflow.tasks.sentiment_analysis.teacher",
+    p = argparse.ArgumentParser(prog="python -m recipes.sentiment_analysis.teacher",
                                 description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--task-path", required=True, help="the teacher: a sentiment_analysis package directory")

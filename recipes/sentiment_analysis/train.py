@@ -1,15 +1,14 @@
-"""Recipe: train the sentiment_analysis model package from public data.
+"""Recipe: train the sentiment_analysis model package from public data (from the repository root).
 
-    taskflow train sentiment_analysis --data-dir ../shared/data/sentiment --out my_model/
-    # or: python -m taskflow.tasks.sentiment_analysis.train --data-dir ... --out ...
+    python -m recipes.sentiment_analysis.train --data-dir ../shared/data/sentiment --out my_model/
 
-Data (see README.md in this folder for sources and licences): ChnSentiCorp
+Data (see NOTES.md in this folder for sources and licences): ChnSentiCorp
 (ERNIE split), online_shopping_10_cats and waimai_10k, each a folder of
 ``label<TAB>text`` TSV files with a header.  Training uses their train splits
 only; every choice (epoch, mixing weight) is made on ChnSentiCorp dev; the
 test splits are evaluated once, at the end, and written into the manifest.
 
-Two stages (model.py explains the network):
+Two stages (tasks/text_classification/model.py explains the network):
 
 1. deep: the char CNN + n-gram bag, AdamW (warm-up over the first tenth of
    the steps, then linear decay), ChnSentiCorp counted ``--chn-weight`` times
@@ -23,7 +22,7 @@ starts the deep stage's char table and hashed bigram buckets from corpus vectors
 (``python -m pretraining.vectors``).
 
 Both stages also train on sentences generated from the train splits and from
-templates (augment.py, issue 24: invariance copies, negation, contrast, slang;
+templates (augment.py: invariance copies, negation, contrast, slang;
 ``--augment none`` turns it off, ``--augment-scale`` sizes it).  The kind
 no_opinion (opt-in: ``--augment invariance,negation,contrast,slang,no_opinion``)
 adds statements of fact trained towards equal probabilities of both labels, with
@@ -34,7 +33,7 @@ dev measure.  The manifest records what was generated.
 
 ``--teacher-labels FILE`` adds unlabelled text with a stronger model's probabilities
 (teacher.py writes the file): both stages learn them as soft targets, weighted
-``--teacher-weight`` (knowledge distillation; README, "Teacher labels").
+``--teacher-weight`` (knowledge distillation; NOTES.md, "Teacher labels").
 
 Then the scores are calibrated: a temperature T (probabilities become
 softmax(log p / T)) is fitted on ChnSentiCorp dev by minimising the negative
@@ -42,23 +41,17 @@ log-likelihood, and stored in the manifest (``temperature``), which the task
 applies to each text's probabilities; labels do not change.  An existing
 package is calibrated in place, without training, by
 
-    python -m taskflow.tasks.sentiment_analysis.train --calibrate PACKAGE --data-dir ../shared/data/sentiment
+    python -m recipes.sentiment_analysis.train --calibrate PACKAGE --data-dir ../shared/data/sentiment
 
 A package with an ``ensemble`` (the accurate mode's: the fine-tuned encoders with the char CNN
 beside them) gets its ``ensemble_weights`` and ``ensemble_mixing`` (arithmetic or geometric mean) by
 a grid over the simplex, each way, scored on the three dev splits pooled (each network run once),
 then its temperature, fitted on the mix, by
 
-    python -m taskflow.tasks.sentiment_analysis.train --ensemble-weights PACKAGE --data-dir ../shared/data/sentiment
+    python -m recipes.sentiment_analysis.train --ensemble-weights PACKAGE --data-dir ../shared/data/sentiment
 
-Your own labelled reviews instead (the text_classification recipe, with this task's name):
-
-    taskflow train sentiment_analysis --train my.csv --dev my_dev.csv \
-        --text-field review --label-field stars --out my_model/
-
-Labels are the file's own ("1".."5" stars, or names); a file labelled 0/1 (as
-ChnSentiCorp is) gives the labels negative/positive.  See
-``taskflow train text_classification --help`` for the formats and options.
+Training on your own labelled reviews is the product's: ``taskflow train sentiment_analysis --train
+my.csv --out my_model/`` (tasks/sentiment_analysis/train.py).
 """
 
 from __future__ import annotations
@@ -72,14 +65,12 @@ from pathlib import Path
 
 import numpy as np
 
-from taskflow.tasks.text_classification.train import (SMALL_DATA, Chars, add_network_options, add_own_data_training,
-                                                      build_vocab, network_architecture, train_own_data)
+from taskflow.tasks.sentiment_analysis import NORMALIZATION, temper
+from taskflow.tasks.text_classification.train import Chars, add_network_options, build_vocab, network_architecture
 from taskflow.text import Normalizer
 from taskflow.training import (PackageDraft, Schedule, fit, framework_versions, length_batches, load_vectors, log,
-                               own_data_defaults, portable_path, pretrained_embeddings, recipe_parser, restore,
-                               seed_all, update_manifest, vectors_report)
-
-from . import NORMALIZATION, temper
+                               portable_path, pretrained_embeddings, recipe_parser, restore, seed_all, update_manifest,
+                               vectors_report)
 from .augment import KINDS as AUGMENT_KINDS
 from .augment import NEUTRAL, SIZES, generate
 from .robustness import LABELS
@@ -94,7 +85,7 @@ REPORT = [
     ("waimai_test", "waimai_10k/test.tsv"),
 ]
 # What the shipped model was trained with.  no_opinion (statements of fact trained towards equal
-# probabilities) is opt-in: two runs of it did not beat 1.2.0 on dev (README, "No opinion").
+# probabilities) is opt-in: two runs of it did not beat 1.2.0 on dev (NOTES.md, "No opinion").
 DEFAULT_AUGMENT = ("invariance", "negation", "contrast", "slang")
 # Calibration: fitted on dev, and reported on dev and (held out) test.
 CALIBRATION_SPLITS = (("chnsenticorp_dev", "chnsenticorp/dev.tsv"), ("chnsenticorp_test", "chnsenticorp/test.tsv"))
@@ -130,8 +121,9 @@ def read_smp2020(path: Path, *, neutral: bool = False) -> tuple[list[str], list[
 
 
 def parse_args(argv):
-    p = recipe_parser("sentiment_analysis", __doc__, name="char_cnn", out="",
+    p = recipe_parser("sentiment_analysis", __doc__, name="char_cnn", out="", data_required=True,
                       data="folder holding chnsenticorp/, online_shopping_10_cats/, waimai_10k/")
+    p.prog = "python -m recipes.sentiment_analysis.train"
     p.add_argument("--train-sets", default=",".join(TRAIN_SETS))
     add_network_options(p, max_len=256, min_freq=2, embed_dim=128, bigram_buckets=50000, ngram_dim=64,
                         conv_channels=128, max_kernel=5, dropout=0.3, lr=2e-3, batch_size=64, epochs=4)
@@ -144,7 +136,7 @@ def parse_args(argv):
                    help="corpus vectors (python -m pretraining.vectors --out DIR): the char table and the hashed "
                         "bigram buckets start from their char and bigram vectors")
     p.add_argument("--augment", default=",".join(DEFAULT_AUGMENT),
-                   help="--data-dir runs: generated training sentences (augment.py), comma-separated kinds of "
+                   help="generated training sentences (augment.py), comma-separated kinds of "
                         f"{', '.join(AUGMENT_KINDS)}, or 'none' (default: %(default)s)")
     p.add_argument("--augment-scale", type=float, default=1.0,
                    help="multiplies how many sentences of each kind are generated (augment.SIZES; default 1)")
@@ -155,7 +147,7 @@ def parse_args(argv):
                    help="weight of a no_opinion sentence's loss (cross-entropy to equal probabilities; default 0.5)")
     p.add_argument("--teacher-labels", nargs="+", default=[], metavar="FILE",
                    help="unlabelled text with a teacher's probabilities (python -m "
-                        "taskflow.tasks.sentiment_analysis.teacher): both stages also learn them as soft targets")
+                        "recipes.sentiment_analysis.teacher): both stages also learn them as soft targets")
     p.add_argument("--teacher-weight", type=float, default=1.0,
                    help="weight of a teacher-labelled text's loss (cross-entropy to the teacher's probabilities)")
     p.add_argument("--skip-calibration", action="store_true", help="do not fit a temperature on dev after training")
@@ -165,15 +157,9 @@ def parse_args(argv):
     p.add_argument("--calibrate", metavar="PACKAGE",
                    help="no training: fit the temperature of this existing package on ChnSentiCorp dev "
                         "(under --data-dir) and write it into the package's manifest")
-    add_own_data_training(p)
-    own_data_defaults(p, argv, SMALL_DATA)
     args = p.parse_args(argv)
-    if bool(args.data_dir) == bool(args.train):
-        p.error("give --data-dir DIR (the project's data layout) or --train FILE (your own labelled file), one of them")
-    if (args.calibrate or args.ensemble_weights) and args.train:
-        p.error("--calibrate and --ensemble-weights fit on the dev splits: give --data-dir, not --train")
-    if args.vectors and (args.train or args.deep_init or args.calibrate):
-        p.error("--vectors starts the deep stage of a --data-dir run: not with --train, --deep-init or --calibrate")
+    if args.vectors and (args.deep_init or args.calibrate):
+        p.error("--vectors starts the deep stage: not with --deep-init or --calibrate")
     if not args.calibrate and not args.ensemble_weights and not args.out:
         p.error("the following arguments are required: --out")
     kinds = [] if args.augment.strip() == "none" else [k.strip() for k in args.augment.split(",") if k.strip()]
@@ -186,8 +172,8 @@ def parse_args(argv):
         p.error("--neutral-text feeds the no_opinion augmentation kind, which --augment leaves out")
     if args.teacher_weight < 0:
         p.error(f"--teacher-weight must be >= 0, got {args.teacher_weight}")
-    if args.teacher_labels and (args.train or args.deep_init):
-        p.error("--teacher-labels adds to a --data-dir run's training: not with --train or --deep-init")
+    if args.teacher_labels and args.deep_init:
+        p.error("--teacher-labels adds to both stages' training: not with --deep-init")
     if args.augment_scale < 0:
         p.error(f"--augment-scale must be >= 0, got {args.augment_scale}")
     args.augment_kinds = kinds
@@ -197,11 +183,6 @@ def parse_args(argv):
 # Labels of training rows that are not a gold label: a no_opinion sentence (trained towards equal
 # probabilities) and a teacher-labelled text (trained towards the teacher's probabilities).
 NEUTRAL_LABEL, TEACHER_LABEL = -1, -2
-
-
-def sentiment_labels(found: list[str]) -> list[str]:
-    """A file labelled 0/1 (ChnSentiCorp's convention) trains the labels negative/positive, as shipped."""
-    return ["negative", "positive"] if found == ["0", "1"] else found
 
 
 def is_wide(name: str) -> bool:
@@ -443,8 +424,6 @@ def main(argv=None) -> int:
         record = calibrate_package(args.calibrate, Path(args.data_dir))
         log(f"temperature {record['temperature']} written into {args.calibrate}/manifest.json: {record['figures']}")
         return 0
-    if args.train:
-        return train_own_data(args, "sentiment_analysis", argv, label_names=sentiment_labels)
     from taskflow.tasks.text_classification.model import SentimentNet
 
     data = Path(args.data_dir)
@@ -514,7 +493,8 @@ def main(argv=None) -> int:
                 **({"pretrained_embeddings": pretrained} if pretrained else {}),
                 "selection": "ChnSentiCorp dev: deep epoch, wide epoch and deep_weight",
                 "chn_weight": args.chn_weight, "epochs": args.epochs, "wide_epochs": args.wide_epochs,
-                "seed": args.seed, "history": history, "command": "taskflow train sentiment_analysis " + " ".join(argv or sys.argv[1:]),
+                "seed": args.seed, "history": history,
+                "command": "python -m recipes.sentiment_analysis.train " + " ".join(argv),
                 "seconds": round(time.time() - started),
             },
             "metrics": metrics,

@@ -84,5 +84,6 @@ def _temperature(manifest) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise ManifestError(f"model {manifest.name!r}: 'temperature' must be a positive number, got {value!r}; "
-                            "refit it with `python -m taskflow.tasks.sentiment_analysis.train --calibrate PACKAGE`")
+                            "remove it, or refit it with the recipe's `python -m recipes.sentiment_analysis.train "
+                            "--calibrate PACKAGE --data-dir DIR` (from the taskflow repository)")
     return float(value)

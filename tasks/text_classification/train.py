@@ -1,4 +1,4 @@
-"""Recipe: train a text_classification package on your own labelled file.
+"""Train a text_classification package on your own labelled file.
 
     taskflow train text_classification --train reviews.csv --dev reviews_dev.csv \\
         --text-field review --label-field stars --out my_model/
@@ -34,7 +34,10 @@ from taskflow.training import (Fit, PackageDraft, Schedule, add_own_data_options
 
 from . import NORMALIZATION, normalize
 
-__all__ = ["Chars", "build_vocab", "add_network_options", "SMALL_DATA", "train_own_data", "main"]
+# train_own_data is sentiment_analysis's own-data trainer too; the char CNN's options, vocabulary,
+# encoding and architecture are also what the recipe of the bundled sentiment model builds on.
+__all__ = ["Chars", "build_vocab", "add_network_options", "add_own_data_training", "network_architecture",
+           "SMALL_DATA", "train_own_data", "main"]
 
 # What a user's file of a few hundred to a few thousand rows trains best with, on a CPU in minutes:
 # a network a fifth of the shipped sentiment model's size, every char of the file in the vocabulary,
