@@ -22,7 +22,7 @@ Systems (``--systems``, default both):
 
 - ``tfidf``: char 1-3-gram TF-IDF + logistic regression, ``baseline()`` of accuracy_sentiment.py,
   fitted on the fold's training texts (seconds per fold);
-- ``taskflow``: the sentiment recipe (``python -m taskflow.tasks.sentiment_analysis.train``) run in
+- ``taskflow``: the sentiment recipe (``python -m recipes.sentiment_analysis.train``) run in
   a subprocess on a folder laid out like ``--data`` that holds only the fold's training rows (the
   three ``train.tsv``; online_shopping_10_cats/dev.tsv is left out; the files the recipe selects,
   calibrates and reports on, ChnSentiCorp dev and the test splits, are linked as they are), then
@@ -62,6 +62,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from accuracy_sentiment import baseline  # noqa: E402
 from common import RESULTS, machine, table, update_section  # noqa: E402
 
+REPOSITORY = str(Path(__file__).resolve().parents[1])
 PROTOCOL = "lodo-1"   # part of every cache key: change it when the protocol changes
 SHOPPING = "online_shopping_10_cats"
 OTHER_SETS = ("chnsenticorp", "waimai_10k")
@@ -176,11 +177,14 @@ def score_taskflow(fold: Fold, data: Path, work: Path, recipe_args: list[str]) -
         start = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="fold-", dir=work) as folder:
             write_fold_folder(data, fold.category, Path(folder))
-            command = [sys.executable, "-m", "taskflow.tasks.sentiment_analysis.train", "--data-dir", folder,
+            command = [sys.executable, "-m", "recipes.sentiment_analysis.train", "--data-dir", folder,
                        "--out", str(partial), *recipe_args]
+            # The recipe is lab code, importable from the repository root.
+            env = {**os.environ,
+                   "PYTHONPATH": os.pathsep.join(filter(None, (REPOSITORY, os.environ.get("PYTHONPATH"))))}
             print(f"[{fold.category}] training: {shlex.join(command)} (log: {log_path})", flush=True)
             with open(log_path, "w", encoding="utf-8") as log:
-                code = subprocess.call(command, stdout=log, stderr=subprocess.STDOUT)
+                code = subprocess.call(command, stdout=log, stderr=subprocess.STDOUT, env=env)
         if code != 0:
             tail = log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-15:]
             raise SystemExit(f"[{fold.category}] the recipe exited with {code}; last lines of {log_path}:\n"
@@ -330,7 +334,7 @@ def section(results: dict[str, dict[str, dict]], cats: list[str], sizes: dict[st
     notes = [
         f"TF-IDF + LR: `baseline()` of accuracy_sentiment.py (char 1-3-gram TF-IDF, logistic regression C=4) "
         f"fitted per fold" + (f", {mean(seconds):.0f} s per fold on average." if seconds else "."),
-        f"taskflow: the recipe `python -m taskflow.tasks.sentiment_analysis.train` per fold, with extra arguments: "
+        f"taskflow: the recipe `python -m recipes.sentiment_analysis.train` per fold, with extra arguments: "
         f"`{recipe}`; its package scored through `Taskflow('sentiment_analysis', task_path=...)`"
         + (f"; {mean(trained) / 60:.0f} min of training per fold on average." if trained else "."),
         f"Folds from code at commit {', '.join(commits) or 'none yet'}. Machine: {machine()}. Command: `{command}`.",

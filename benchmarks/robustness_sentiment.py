@@ -1,5 +1,5 @@
 """sentiment_analysis robustness: the CheckList-style suite of
-taskflow.tasks.sentiment_analysis.robustness run through the product (Taskflow, the shipped
+recipes.sentiment_analysis.robustness run through the product (Taskflow, the shipped
 package) and beside the char n-gram TF-IDF + logistic regression baseline of
 accuracy_sentiment.py, trained on the same training files.
 
@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).resolve().parents[1])]   # common.py; recipes/
 from accuracy_sentiment import baseline, training_texts  # noqa: E402
 from common import machine, read_labelled_tsv, table, update_section  # noqa: E402
 
@@ -38,8 +38,8 @@ def main() -> None:
     data = Path(args.data)
 
     from taskflow import Taskflow
-    from taskflow.tasks.sentiment_analysis.robustness import (
-        INVARIANCE_KINDS, ISSUE_CASES, KINDS, LABELS, NO_OPINION_CEILING, generate_cases, run_no_opinion, run_suite)
+    from recipes.sentiment_analysis.robustness import (
+        INVARIANCE_KINDS, KINDS, LABELS, NO_OPINION_CEILING, REPORTED_CASES, generate_cases, run_no_opinion, run_suite)
 
     start = time.perf_counter()
     flows = [Taskflow("sentiment_analysis", task_path=path) for path in args.task_path] or [Taskflow("sentiment_analysis")]
@@ -95,8 +95,8 @@ def main() -> None:
     confidence_line = "Mean top probability on the no-opinion statements: " + ", ".join(
         f"{name} {no_opinion[name]['mean_confidence']:.3f}" for name in systems) + "."
 
-    issue_texts = list(dict.fromkeys(t for c in ISSUE_CASES for t in (c.original, c.text) if t is not None))
-    issue_gold = {t: c.label for c in ISSUE_CASES for t in (c.original, c.text) if t is not None}
+    issue_texts = list(dict.fromkeys(t for c in REPORTED_CASES for t in (c.original, c.text) if t is not None))
+    issue_gold = {t: c.label for c in REPORTED_CASES for t in (c.original, c.text) if t is not None}
     issue_said = [predict(issue_texts) for predict in systems.values()]
     issue_rows = [[t, issue_gold[t], *labels] for t, *labels in zip(issue_texts, *issue_said)]
 
@@ -117,7 +117,7 @@ def main() -> None:
         f"Model{'s' if len(flows) > 1 else ''} " + ", ".join(f"`{f.task.manifest.name}` {f.task.manifest.version}" for f in flows)
         + " through `Taskflow('sentiment_analysis')`, beside the char 1-3-gram "
         f"TF-IDF + logistic regression baseline of `accuracy_sentiment.py` trained on the same {len(train_texts):,} texts. "
-        f"Cases: `taskflow.tasks.sentiment_analysis.robustness.generate_cases` (seed {args.seed}, {args.per_kind} per kind). "
+        f"Cases: `recipes.sentiment_analysis.robustness.generate_cases` (seed {args.seed}, {args.per_kind} per kind). "
         "Invariances: a base sentence and a variant that must get the same label (trailing punctuation, extra spaces, "
         "stray digits, an emoji agreeing with the label, a year, a price); half the bases are templates, half are "
         f"{len(real):,} ChnSentiCorp dev.dedup reviews of at most {args.max_chars} characters that every system labels "

@@ -142,8 +142,8 @@ SOCIAL_SETS = ("smp2020_ewect/usual", "smp2020_ewect/virus")   # Weibo posts, re
 
 def sentiment_data(args) -> tuple[list, dict]:
     """(training items, evaluation splits): items are ``(text, label)``."""
-    from taskflow.tasks.sentiment_analysis.augment import SIZES
-    from taskflow.tasks.sentiment_analysis.train import augmented, read_smp2020, read_statements, read_tsv
+    from recipes.sentiment_analysis.augment import SIZES
+    from recipes.sentiment_analysis.train import augmented, read_smp2020, read_statements, read_tsv
 
     root = Path(args.data_dir)
     texts, labels = [], []
@@ -242,7 +242,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error("--augment-scale must be above 0 (leave out --augment for none)")
     if args.neutral_text and "no_opinion" not in (args.augment_kinds or "").split(","):
         parser.error("--neutral-text feeds the no_opinion augmentation kind: add it to --augment-kinds")
-    from taskflow.tasks.sentiment_analysis.train import DEFAULT_AUGMENT
+    from recipes.sentiment_analysis.train import DEFAULT_AUGMENT
 
     # The kinds sentiment's --augment adds ([] without it).
     args.augment_kinds = (args.augment_kinds.split(",") if args.augment_kinds else list(DEFAULT_AUGMENT)) \
@@ -259,7 +259,7 @@ READING = {"sentiment": NORMALIZATION, "similarity": PAIR_NORMALIZATION}
 
 
 def main(argv=None) -> int:
-    from taskflow.tasks.sentiment_analysis.train import targets
+    from recipes.sentiment_analysis.train import targets
 
     args = parse_args(argv)
     started = time.monotonic()
@@ -313,7 +313,7 @@ def main(argv=None) -> int:
             with autocast():
                 logits = model(ids)
             # A labelled text's one-hot, or for a text without an opinion (label -1) neutral_weight
-            # times equal halves: the char recipe's outlier exposure (sentiment_analysis.train.targets).
+            # times equal halves: the char recipe's outlier exposure (recipes.sentiment_analysis.train.targets).
             weights = torch.from_numpy(targets(np.array([train[i][1] for i in batch]), args.neutral_weight))
             loss = -(weights.to(device) * F.log_softmax(logits.float(), -1)).sum(-1).mean()
             update(model, loss, optimizer, scheduler)
@@ -342,7 +342,7 @@ def main(argv=None) -> int:
         figures.update({name: accuracy(items, threshold) for name, items in selection.items()})
     figures.update({name: accuracy(items, threshold) for name, items in report_splits.items()})
     if args.task == "sentiment":
-        from taskflow.tasks.sentiment_analysis.robustness import LABELLED_KINDS, LABELS, generate_cases, run_suite
+        from recipes.sentiment_analysis.robustness import LABELLED_KINDS, LABELS, generate_cases, run_suite
 
         cases = [c for c in generate_cases(seed=0, per_kind=300) if c.kind in LABELLED_KINDS]
         suite = run_suite(lambda texts: [LABELS[int(p >= 0.5)] for p in probability(texts)], cases)
