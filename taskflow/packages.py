@@ -188,11 +188,28 @@ def _scrub(text: str, url: str) -> str:
 # ------------------------------------------------------------------ manifests
 
 _MAX_SIZE = 10 ** 9   # no vocabulary, layer or sequence of a model taskflow can run comes near it
-_MAX_LIST = 1024      # entries of a list-valued architecture argument
+_MAX_LIST = 1 << 16   # values in a list-valued architecture argument, all levels together
+_MAX_DEPTH = 3
 # Lengths and counts the tasks read from a manifest's top level: each a positive int.
 _SIZE_FIELDS = ("max_length", "max_seq_len", "max_question_len", "max_answer_len", "doc_stride", "hash_buckets")
 # Architecture arguments that give the network's number of outputs, which 'labels' lists in order.
 _OUTPUT_FIELDS = ("num_labels", "num_tags")
+
+
+def _flattened(value: Any) -> list:
+    """The scalars of ``value`` (itself, or the items of nested lists); a list nested deeper than
+    :data:`_MAX_DEPTH` or holding more than :data:`_MAX_LIST` values comes back as ``[value]``, which
+    the caller refuses as not a scalar."""
+    out, stack = [], [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, list):
+            if depth >= _MAX_DEPTH or len(out) + len(item) > _MAX_LIST:
+                return [value]
+            stack.extend((x, depth + 1) for x in reversed(item))
+        else:
+            out.append(item)
+    return out
 
 
 def _check_network_fields(data: Mapping[str, Any], source: str) -> None:
@@ -210,9 +227,9 @@ def _check_network_fields(data: Mapping[str, Any], source: str) -> None:
         if not isinstance(architecture.get("type"), str) or not architecture["type"]:
             raise refuse("architecture 'type'", architecture.get("type"), "the name of a network, e.g. 'sentiment_cnn'")
         for name, value in architecture.items():
-            # A flat list of such values is an argument too (e.g. a dilated CNN's dilations per layer).
-            values = value if isinstance(value, list) and len(value) <= _MAX_LIST else [value]
-            for item in values:
+            # Lists of such values are arguments too (a dilated CNN's dilations per layer, a
+            # negation model's lists of token ids), nested at most _MAX_DEPTH deep.
+            for item in _flattened(value):
                 if isinstance(item, bool) or isinstance(item, str):
                     continue
                 if type(item) is int:
@@ -223,7 +240,8 @@ def _check_network_fields(data: Mapping[str, Any], source: str) -> None:
                         raise refuse(f"architecture {name!r}", value, "a finite number")
                 else:
                     raise refuse(f"architecture {name!r}", value,
-                                 f"a number, a str, a bool or a list of at most {_MAX_LIST} of them")
+                                 f"a number, a str, a bool or lists of them ({_MAX_LIST:,} values at most, "
+                                 f"nested {_MAX_DEPTH} deep)")
     for name in _SIZE_FIELDS:
         if name in data and not (type(data[name]) is int and 1 <= data[name] <= _MAX_SIZE):
             raise refuse(repr(name), data[name], f"a whole number from 1 to {_MAX_SIZE:,}")
