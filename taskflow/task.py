@@ -17,19 +17,17 @@ put back in input order and joined into one result per item (``join``).
 from __future__ import annotations
 
 import inspect
-import math
 import numbers
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .errors import InputTypeError, InvalidInputError, ManifestError, OptionError
+from .errors import InputTypeError, InvalidInputError, OptionError
 from .model import Model
 from .predictor import InputSpec, Predictor, PredictorOptions
 from .text import split_text
 
-__all__ = ["Task", "TextTask", "MultiTextTask", "check_text", "shown", "bool_option", "int_option", "number_option",
-           "member_feeds", "feeds_of"]
+__all__ = ["Task", "TextTask", "MultiTextTask", "check_text", "shown", "bool_option", "int_option", "number_option"]
 
 
 def check_text(value: Any, index: int | None, *, what: str = "text", allow_empty: bool = False) -> str:
@@ -72,34 +70,6 @@ def number_option(name: str, value: Any, low: float, high: float) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not low <= value <= high:
         raise OptionError(f"{name} must be a number between {low:g} and {high:g}, got {shown(value)}", name)
     return float(value)
-
-
-def member_feeds(role: str, feeds: Mapping[str, Any]) -> dict[str, Any]:
-    """An ensemble member's feeds named ``role/name``, so that they travel in one batch beside the
-    package's own (a network's feed names are its arguments, the same in every member)."""
-    return {f"{role}/{name}": value for name, value in feeds.items()}
-
-
-def feeds_of(features: Mapping[str, Any], role: str = "") -> dict[str, Any]:
-    """The feeds of the network ``role`` names ("" for the package's own) in a batch that
-    :func:`member_feeds` filled."""
-    prefix = f"{role}/" if role else ""
-    return {name[len(prefix):]: value for name, value in features.items()
-            if name.startswith(prefix) and "/" not in name[len(prefix):]}
-
-
-def ensemble_weights(manifest, networks: int) -> list[float] | None:
-    """The manifest's ``ensemble_weights`` (one per network: the package's own, then each of its
-    ``ensemble`` in order; tuned on a selection set), normalised to sum to 1; None (equal weights)
-    if absent."""
-    weights = manifest.get("ensemble_weights")
-    if weights is None:
-        return None
-    numbers_ = isinstance(weights, list) and all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights)
-    if not numbers_ or len(weights) != networks or not all(math.isfinite(w) and w > 0 for w in weights):
-        raise ManifestError(f"model {manifest.name!r}: ensemble_weights must be {networks} positive numbers, one per "
-                            f"network (the package's own, then each of its 'ensemble'); got {weights!r:.80}")
-    return [w / sum(weights) for w in weights]
 
 
 class Task:

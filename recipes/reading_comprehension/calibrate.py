@@ -211,7 +211,7 @@ def package_scores(task, rows: Iterable[dict]) -> list[tuple[str, float | None, 
             return (item.context[spans[0][0]:spans[0][1]], spans[0][2], null) if spans else ("", None, null)
 
     raw = BeforeTheDecision(task.model, batch_size=task.batch_size, max_answer_len=task.max_answer_len,
-                            max_seq_len=task.max_seq_len, doc_stride=task.doc_stride, ensemble=task.ensemble)
+                            max_seq_len=task.max_seq_len, doc_stride=task.doc_stride, ensemble=len(task.readers) > 1)
     items = [raw.check_item((row["context"], row["question"]), i) for i, row in enumerate(rows)]
     return raw.run_items(items)
 

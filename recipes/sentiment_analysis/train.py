@@ -572,7 +572,7 @@ def tune_ensemble_weights(package: str | Path, data: Path, step: float = 0.1) ->
     network runs once and the mixes are recomputed.  Writes the choice and the grids' figures
     (``ensemble_weights_tuning``) into the manifest and returns them."""
     from taskflow import Taskflow
-    from taskflow.tasks.text_classification import MIXINGS, mix
+    from taskflow.ensemble import MIXINGS, mix
     from taskflow.training import simplex_grid
 
     task = Taskflow("sentiment_analysis", task_path=str(package), offline=True).task

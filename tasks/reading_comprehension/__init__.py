@@ -58,7 +58,8 @@ from taskflow.errors import ManifestError, OptionError
 from taskflow.model import register_network
 from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
-from taskflow.task import MultiTextTask, bool_option, ensemble_weights, feeds_of, int_option, member_feeds, number_option
+from taskflow.ensemble import Ensemble
+from taskflow.task import MultiTextTask, bool_option, int_option, number_option
 
 from .data import (FEATURES, NullModel, Prepared, Vocab, encode, ensemble_null, mean_span_scores, merge,
                    no_answer_score, prepare, span_scores, top_spans, windows)
@@ -285,9 +286,11 @@ class ReadingComprehensionTask(MultiTextTask):
                               f"({self.max_seq_len}): windows overlap by doc_stride chars; lower doc_stride "
                               "(--doc-stride) or raise max_seq_len (--max-seq-len)", "doc_stride")
         self.handle_impossible_answer = bool_option("handle_impossible_answer", handle_impossible_answer)
-        self.ensemble = bool_option("ensemble", ensemble)
-        self.readers = [reader_for(model)] + [reader_for(member, role) for role, member in
-                                              (model.ensemble() if self.ensemble else [])]
+        self.ensemble = Ensemble(model, reader_for, members=bool_option("ensemble", ensemble))
+        if self.ensemble.mixing != "arithmetic":
+            raise ManifestError(f"model {model.name!r}: reading comprehension averages its readers' span "
+                                f"probabilities (ensemble_mixing 'arithmetic'), not {self.ensemble.mixing!r}")
+        self.readers = self.ensemble.networks
         # Windows are the package's own reader's; a member encoder reads each window in pieces of
         # its own positions (EncoderReader.pieces), the windows it was fine-tuned on.
         own = self.readers[0]
@@ -302,7 +305,6 @@ class ReadingComprehensionTask(MultiTextTask):
                               f"({self.doc_stride}); raise max_seq_len or lower doc_stride", "max_seq_len")
         if isinstance(own, EncoderReader):
             own.read_pieces(self.max_seq_len, self.doc_stride)   # one piece a window
-        self.weights = ensemble_weights(manifest, len(self.readers)) if len(self.readers) > 1 else None
         # The package's own reader's, as every task exposes them (tests and callers read these).
         own = self.readers[0]
         self.vocab, self.normalize, self.length_prior = own.vocab, own.normalize, own.length_prior
@@ -326,11 +328,20 @@ class ReadingComprehensionTask(MultiTextTask):
         return self.readers[0].input_specs(self.batch_size, self.max_seq_len)
 
     @property
+    def weights(self) -> list[float] | None:
+        """The readers' ensemble weights (None: equal); the calibration recipe sets them to tune."""
+        return self.ensemble.weights
+
+    @weights.setter
+    def weights(self, weights) -> None:
+        self.ensemble.weights = weights
+
+    @property
     def predictors(self):
         """The package's own predictor, then each ensemble member's (each member's export goes
         beside its own package)."""
-        return [self.predictor] + [reader.model.predictor(reader.input_specs(self.batch_size, self.max_seq_len))
-                                   for reader in self.readers[1:]]
+        return self.ensemble.predictors(self.predictor,
+                                        lambda reader: reader.input_specs(self.batch_size, self.max_seq_len))
 
     # --------------------------------------------------------------- inputs
     def check_item(self, item: Any, index: int | None) -> Item:
@@ -346,20 +357,12 @@ class ReadingComprehensionTask(MultiTextTask):
 
     # --------------------------------------------------------------- stages
     def preprocess(self, units):
-        feeds = self.readers[0].feeds([(unit.prepared[0], unit.start, unit.end) for unit in units])
-        for k, reader in enumerate(self.readers[1:], 1):
-            feeds.update(member_feeds(reader.role, reader.feeds([(unit.prepared[k], unit.start, unit.end)
-                                                                 for unit in units])))
-        return feeds
+        return self.ensemble.feeds(lambda k, reader: reader.feeds([(unit.prepared[k], unit.start, unit.end)
+                                                                   for unit in units]))
 
     def forward(self, features):
         """The package's own outputs, then each ensemble member's (postprocess tells them apart)."""
-        if len(self.readers) == 1:
-            return self.predictor.run(features)
-        outputs = []
-        for reader, predictor in zip(self.readers, self.predictors):
-            outputs += predictor.run(feeds_of(features, reader.role))
-        return outputs
+        return [output for outputs in self.ensemble.run(features, self.predictors) for output in outputs]
 
     def postprocess(self, outputs, units):
         outputs = [np.asarray(o) for o in outputs]

@@ -27,10 +27,10 @@ import math
 
 import numpy as np
 
+from taskflow.ensemble import softmax
 from taskflow.errors import ManifestError
 from taskflow.registry import register_task
-from taskflow.tasks.text_classification import (NORMALIZATION, TextClassificationTask, encode, normalize, read_vocab,
-                                                softmax)
+from taskflow.tasks.text_classification import NORMALIZATION, TextClassificationTask, encode, normalize, read_vocab
 
 __all__ = ["SentimentAnalysisTask", "encode", "normalize", "read_vocab", "temper", "NORMALIZATION"]
 

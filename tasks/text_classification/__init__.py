@@ -19,13 +19,10 @@ transformer_classifier``, written by ``pretraining/finetune_classifier.py``), wh
 the chunks' probabilities are averaged, weighted by their length.
 
 A package may name an ``ensemble`` of classifiers it requires (sentiment_analysis' accurate mode
-does: two encoders with the char CNN beside them): each reads the package's chunks with its own
-vocabulary and normalisation, and a text's probabilities are each network's, mixed with the
-manifest's ``ensemble_weights`` (equal without); ``ensemble=False`` runs the package's own
-network alone.  ``ensemble_mixing`` says how: ``"arithmetic"`` (the default) averages the
-probabilities; ``"geometric"`` averages their logarithms and renormalises (a product of experts:
-a network that is sure outweighs one that hedges, where the average would let the hedger dilute
-it).
+does): each reads the package's chunks with its own vocabulary and normalisation, and a text's
+probabilities are each network's, mixed as the manifest says (``ensemble_weights``,
+``ensemble_mixing``: ``taskflow.ensemble``); ``ensemble=False`` runs the package's own network
+alone.
 """
 
 from __future__ import annotations
@@ -39,11 +36,11 @@ from taskflow.errors import ManifestError
 from taskflow.model import register_network
 from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
-from taskflow.task import TextTask, bool_option, ensemble_weights, feeds_of, member_feeds
+from taskflow.ensemble import Ensemble
+from taskflow.task import TextTask, bool_option
 from taskflow.text import Normalizer
 
-__all__ = ["TextClassificationTask", "ClassifierNetwork", "encode", "mix", "softmax", "read_vocab", "normalize",
-           "NORMALIZATION", "MIXINGS"]
+__all__ = ["TextClassificationTask", "ClassifierNetwork", "encode", "read_vocab", "normalize", "NORMALIZATION"]
 
 PAD, UNK = 0, 1
 # What the shipped sentiment model was trained on, and own-data recipes train with:
@@ -72,39 +69,6 @@ def read_vocab(path) -> dict[str, int]:
     if tokens and tokens[-1] == "":
         tokens.pop()
     return {token: i for i, token in enumerate(tokens)}
-
-
-MIXINGS = ("arithmetic", "geometric")
-
-
-def mix(probabilities: np.ndarray, weights, mixing: str = "arithmetic") -> np.ndarray:
-    """[networks, ..., labels] probabilities -> [..., labels]: their weighted mean
-    (``"arithmetic"``), or the softmax of their logarithms' weighted mean (``"geometric"``).
-
-    >>> mix(np.array([[0.9, 0.1], [0.4, 0.6]]), [0.5, 0.5]).round(3).tolist()
-    [0.65, 0.35]
-    >>> mix(np.array([[0.9, 0.1], [0.4, 0.6]]), [0.5, 0.5], "geometric").round(3).tolist()
-    [0.71, 0.29]
-    """
-    probabilities = np.asarray(probabilities, dtype=np.float64)
-    if mixing == "arithmetic":
-        return np.average(probabilities, axis=0, weights=weights)
-    return softmax(np.average(np.log(np.clip(probabilities, 1e-12, 1.0)), axis=0, weights=weights))
-
-
-def softmax(logits: np.ndarray) -> np.ndarray:
-    """softmax along the last axis (shifted by the row's largest logit, so exp cannot overflow)."""
-    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return weights / weights.sum(axis=-1, keepdims=True)
-
-
-def ensemble_mixing(manifest) -> str:
-    """The manifest's ``ensemble_mixing`` ("arithmetic" without the field)."""
-    mixing = manifest.get("ensemble_mixing", "arithmetic")
-    if mixing not in MIXINGS:
-        raise ManifestError(f"model {manifest.name!r}: ensemble_mixing must be one of {list(MIXINGS)}, got "
-                            f"{mixing!r:.40}")
-    return mixing
 
 
 class ClassifierNetwork:
@@ -151,10 +115,9 @@ class TextClassificationTask(TextTask):
     def __init__(self, model, *, return_all_scores: bool = False, ensemble: bool = True, **base):
         super().__init__(model, **base)
         self.return_all_scores = bool_option("return_all_scores", return_all_scores)
-        self.ensemble = bool_option("ensemble", ensemble)
-        own = ClassifierNetwork(model)
-        self.networks = [own] + [ClassifierNetwork(member, role)
-                                 for role, member in (model.ensemble() if self.ensemble else [])]
+        self.ensemble = Ensemble(model, ClassifierNetwork, members=bool_option("ensemble", ensemble))
+        self.networks = self.ensemble.networks
+        own = self.networks[0]
         for member in self.networks[1:]:
             if member.labels != own.labels:
                 raise ManifestError(f"model {model.name!r}: its ensemble member {member.model.name!r} has the labels "
@@ -163,8 +126,6 @@ class TextClassificationTask(TextTask):
                 raise ManifestError(f"model {model.name!r}: its ensemble member {member.model.name!r} reads "
                                     f"{member.max_length} chars, fewer than the package's {self.max_length}-char "
                                     "chunks; lower the package's max_length")
-        self.weights = ensemble_weights(model.manifest, len(self.networks)) if len(self.networks) > 1 else None
-        self.mixing = ensemble_mixing(model.manifest)
         # The package's own network's, as every task exposes them.
         self.labels, self.vocab, self.normalize, self.framed = own.labels, own.vocab, own.normalize, own.framed
 
@@ -172,24 +133,25 @@ class TextClassificationTask(TextTask):
         return self.networks[0].input_specs(self.batch_size, self.max_length)
 
     @property
+    def weights(self):
+        return self.ensemble.weights
+
+    @property
+    def mixing(self):
+        return self.ensemble.mixing
+
+    @property
     def predictors(self):
         """The package's own predictor, then each ensemble member's."""
-        return [self.predictor] + [network.model.predictor(network.input_specs(self.batch_size, self.max_length))
-                                   for network in self.networks[1:]]
+        return self.ensemble.predictors(self.predictor, lambda n: n.input_specs(self.batch_size, self.max_length))
 
     def preprocess(self, units):
         texts = [text for _, text in units]
-        feeds = self.networks[0].feeds(texts)
-        for network in self.networks[1:]:
-            feeds.update(member_feeds(network.role, network.feeds(texts)))
-        return feeds
+        return self.ensemble.feeds(lambda _, network: network.feeds(texts))
 
     def forward(self, features):
         """Each network's label probabilities, the package's own first."""
-        if len(self.networks) == 1:
-            return self.predictor.run(features)[:1]
-        return [predictor.run(feeds_of(features, network.role))[0]
-                for network, predictor in zip(self.networks, self.predictors)]
+        return [outputs[0] for outputs in self.ensemble.run(features, self.predictors)]
 
     def postprocess(self, outputs, units):
         """Per chunk, one row of label probabilities per network."""
@@ -203,7 +165,7 @@ class TextClassificationTask(TextTask):
 
     def probabilities(self, results, units) -> np.ndarray:
         """The text's label probabilities: its networks', mixed by the ensemble weights."""
-        return mix(self.network_probabilities(results, units), self.weights, self.mixing)
+        return self.ensemble.mix(self.network_probabilities(results, units))
 
     def join(self, item, results, units):
         probs = self.probabilities(results, units)

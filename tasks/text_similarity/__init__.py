@@ -52,7 +52,8 @@ from taskflow.errors import OptionError
 from taskflow.model import register_network
 from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
-from taskflow.task import MultiTextTask, bool_option, feeds_of, member_feeds, number_option
+from taskflow.ensemble import Ensemble
+from taskflow.task import MultiTextTask, bool_option, number_option
 
 from .features import Vocab, encode, model_text
 
@@ -139,9 +140,10 @@ class TextSimilarityTask(MultiTextTask):
     def __init__(self, model, *, threshold: float | None = None, return_embeddings: bool = False,
                  ensemble: bool = True, **base):
         super().__init__(model, **base)
-        self.ensemble = bool_option("ensemble", ensemble)
-        self.network = PairNetwork(model)
-        self.members = {role: PairNetwork(member) for role, member in (model.ensemble() if self.ensemble else [])}
+        self.ensemble = Ensemble(model, lambda member, role: PairNetwork(member),
+                                 members=bool_option("ensemble", ensemble))
+        self.network = self.ensemble.networks[0]
+        self.members = dict(self.ensemble.members)
         # An ensemble's averaged probabilities have their own threshold, tuned on the same dev data.
         own = "ensemble_threshold" if self.members else "threshold"
         self.threshold = number_option("threshold", self.manifest.get(own, 0.5) if threshold is None
@@ -165,7 +167,7 @@ class TextSimilarityTask(MultiTextTask):
     @property
     def predictors(self):
         """The package's own predictor, then each ensemble member's."""
-        return [self.predictor] + [m.model.predictor(m.input_specs(self.batch_size)) for m in self.members.values()]
+        return self.ensemble.predictors(self.predictor, lambda network: network.input_specs(self.batch_size))
 
     # --------------------------------------------------------------- inputs
     def split(self, item: tuple[str, str]) -> list[Unit]:
@@ -177,20 +179,16 @@ class TextSimilarityTask(MultiTextTask):
 
     # --------------------------------------------------------------- stages
     def preprocess(self, units):
-        feeds = self.network.feeds([(u.text1, u.text2) for u in units])
-        for k, (role, member) in enumerate(self.members.items()):
-            feeds.update(member_feeds(role, member.feeds([u.members[k] for u in units])))
-        return feeds
+        return self.ensemble.feeds(lambda k, network: network.feeds(
+            [(u.text1, u.text2) if k == 0 else u.members[k - 1] for u in units]))
 
     def forward(self, features):
         """``[similarity, *embeddings]``: the similarity is the own network's probability, or for an
-        ensemble the mean of every network's; the embeddings (a bi-encoder's) stay its own."""
-        predictors = self.predictors
-        outputs = predictors[0].run(feeds_of(features))
-        probabilities = [self.network.probability(outputs)]
-        for (role, member), predictor in zip(self.members.items(), predictors[1:]):
-            probabilities.append(member.probability(predictor.run(feeds_of(features, role))))
-        return [np.mean(probabilities, axis=0), *outputs[1:]]
+        ensemble its networks' mixed (the manifest's weights; equal without); the embeddings (a
+        bi-encoder's) stay its own."""
+        outputs = self.ensemble.run(features, self.predictors)
+        probabilities = [network.probability(out) for network, out in zip(self.ensemble.networks, outputs)]
+        return [self.ensemble.mix(probabilities) if len(probabilities) > 1 else probabilities[0], *outputs[0][1:]]
 
     def postprocess(self, outputs, units):
         scores = np.asarray(outputs[0], dtype=np.float64).reshape(-1)
