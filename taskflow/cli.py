@@ -560,7 +560,7 @@ def _cmd_train(argv: list[str]) -> int:
     try:
         recipe = importlib.import_module(f"taskflow.tasks.{name}.train")
     except ModuleNotFoundError:
-        print(f"taskflow: error: task {name!r} has no training recipe; tasks with one: "
+        print(f"taskflow: error: task {name!r} cannot be trained on your own files; tasks that can: "
               f"{', '.join(_trainable_tasks())}", file=sys.stderr)
         return 2
     if verbose:
@@ -570,10 +570,9 @@ def _cmd_train(argv: list[str]) -> int:
 
 
 def _train_usage() -> str:
-    return ("usage: taskflow train TASK [recipe options]   (see `taskflow train TASK --help`)\n"
-            "       taskflow train TASK --train FILE [--dev FILE] --out DIR   your own labelled data, for "
-            "sentiment_analysis, text_classification, text_similarity and ner\n\n"
-            f"tasks with a recipe: {', '.join(_trainable_tasks())}\n"
+    return ("usage: taskflow train TASK --train FILE [--dev FILE] --out DIR [options]\n"
+            "       trains a model package on your own labelled file (see `taskflow train TASK --help`)\n\n"
+            f"tasks: {', '.join(_trainable_tasks())}\n"
             "--verbose also shows Paddle's own warnings (as TASKFLOW_VERBOSE=1 does)")
 
 

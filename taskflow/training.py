@@ -555,7 +555,7 @@ def add_own_data_options(parser: argparse.ArgumentParser, *, text_field: str | N
     """The options of ``taskflow train TASK --train FILE``, in a group of their own (``None``: a
     format whose records have no named fields, such as BIO, takes no ``--text-field`` / ``--label-field``)."""
     group = parser.add_argument_group(
-        "training on your own data", "Give --train (and --dev) instead of --data-dir; the vocabulary comes from "
+        "training on your own data", "Give --train (and --dev); the vocabulary comes from "
         "the --train file, the epoch is picked on --dev, and the dev report is printed and kept in the manifest.")
     group.add_argument("--train", help=f"your training examples: {formats}")
     group.add_argument("--dev", help="examples to pick the epoch on and report (same format; default: --dev-share "
