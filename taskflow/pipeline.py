@@ -12,7 +12,7 @@ from .errors import ModelNotFoundError, OptionError, UnknownModelError
 from .model import Model
 from .predictor import PredictorOptions
 from .registry import get_task_class, task_names
-from .packages import available_models
+from .packages import available_models, pinned_manifest
 
 __all__ = ["Taskflow", "PipelineSpec"]
 
@@ -274,8 +274,24 @@ class Taskflow:
 
 def listed_models(cls) -> list[str]:
     """The models :meth:`Taskflow.tasks` lists for a task class: its own shipped ones, then the
-    ``"other_task/name"`` ones its default or modes run."""
-    return available_models(cls.name) + _shared_models(cls)
+    ``"other_task/name"`` ones its default or modes run.  A package that ships only as a member of
+    another's ensemble is not offered on its own (it runs inside the package that names it),
+    unless the task's default or a mode is that package."""
+    chosen = {cls.default_model, *cls.modes.values()}
+    own = [name for name in available_models(cls.name)
+           if name in chosen or f"{cls.name}/{name}" not in _ensemble_members(cls.name)]
+    return own + _shared_models(cls)
+
+
+@functools.lru_cache(maxsize=None)
+def _ensemble_members(task: str) -> frozenset[str]:
+    """``"task/name"`` of every package a shipped package of ``task`` names in its ``ensemble``."""
+    members = set()
+    for name in available_models(task):
+        manifest = pinned_manifest(task, name)
+        requires = manifest.get("requires") or {}
+        members.update(requires[role] for role in manifest.get("ensemble") or [] if role in requires)
+    return frozenset(members)
 
 
 def _listed_model(cls, model: str) -> str:

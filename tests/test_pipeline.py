@@ -84,3 +84,19 @@ def test_entity_labels_offers_the_entity_labels_not_every_tag(tiny_models):
     message = str(info.value)
     assert "Did you mean 'PER' for 'PERSON'?" in message and "Entity labels: PER, LOC, ORG, TIME" in message
     assert ", vn," not in message and "'vd'" not in message        # the POS tags are not the choices
+
+
+def test_a_package_that_ships_only_as_an_ensemble_member_is_not_offered_on_its_own():
+    from taskflow.errors import UnknownModelError
+    from taskflow.packages import available_models
+
+    listed = {row["task"]: row["models"] for row in Taskflow.tasks()}
+    # Shipped, and run inside the packages that name them ...
+    assert {"drqa_word", "encoder_span"} <= set(available_models("reading_comprehension"))
+    assert {"siamese_hard_negatives", "siamese_rnn_hard_negatives"} <= set(available_models("text_similarity"))
+    # ... but not offered beside the models a user picks; a default or a mode's package always is.
+    assert listed["reading_comprehension"] == ["drqa_char", "reader_ensemble"]
+    assert listed["text_similarity"] == ["siamese_char_word", "siamese_rnn_ensemble"]
+    assert "char_cnn" in listed["sentiment_analysis"] and "encoder_23k" not in listed["sentiment_analysis"]
+    with pytest.raises(UnknownModelError, match="available: drqa_char, reader_ensemble"):
+        Taskflow("reading_comprehension", model="drqa_word")
