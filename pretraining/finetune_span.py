@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import math
 import random
 import sys
@@ -51,16 +50,21 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def read_squad(path: str | Path) -> list[dict]:
-    """``{id, context, question, answers: [str], start}`` per question (``start`` of the first answer)."""
-    out = []
-    for article in json.loads(Path(path).read_text(encoding="utf-8"))["data"]:
-        for paragraph in article["paragraphs"]:
-            for qa in paragraph["qas"]:
-                answers = [a["text"] for a in qa["answers"]]
-                out.append({"id": qa["id"], "context": paragraph["context"], "question": qa["question"],
-                            "answers": answers, "start": qa["answers"][0]["answer_start"] if answers else -1})
-    return out
+def task_module(name: str):
+    """A module of the reading_comprehension task that needs only the standard library (``squad``,
+    ``metrics``): imported, or on a checkout that is not installed (the GPU machine, where
+    taskflow.tasks is mapped onto tasks/ only by an install) loaded from its file."""
+    try:
+        return importlib.import_module(f"taskflow.tasks.reading_comprehension.{name}")
+    except ImportError:
+        path = Path(__file__).resolve().parent.parent / "tasks" / "reading_comprehension" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(f"reading_comprehension_{name}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+
+read_squad = task_module("squad").read_squad     # the task's reader of SQuAD-format files
 
 
 def answer_span(example: dict) -> tuple[int, int] | None:
@@ -164,17 +168,7 @@ def predict(model, examples: list[dict], windows: list[Window], *, batch_size: i
 
 def cmrc_evaluate():
     """CMRC 2018's scoring, from the task's own module."""
-    try:
-        from taskflow.tasks.reading_comprehension.metrics import evaluate
-    except ImportError:
-        # A checkout that is not installed (the GPU machine): taskflow.tasks is mapped onto tasks/
-        # only by an install, and the module needs nothing but the standard library.
-        path = Path(__file__).resolve().parent.parent / "tasks" / "reading_comprehension" / "metrics.py"
-        spec = importlib.util.spec_from_file_location("cmrc2018_metrics", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        evaluate = module.evaluate
-    return evaluate
+    return task_module("metrics").evaluate
 
 
 def score(model, examples, windows, args, device, autocast) -> dict:

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from taskflow.encoder import NORMALIZATION, SEP, CharVocab
+from taskflow.packages import atomic_write_bytes
 
 from .data import SHARD_MANIFEST as MANIFEST
 from .data import SHARD_SUFFIX as SUFFIX
@@ -36,12 +37,7 @@ from .data import load_part, vocab_digest
 def write_piece(path: Path, ids: np.ndarray) -> str:
     """Write one piece atomically; return its sha256."""
     data = lzma.compress(ids.astype("<u2").tobytes(), preset=6)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    atomic_write_bytes(path, data)
     return hashlib.sha256(data).hexdigest()
 
 
