@@ -950,7 +950,8 @@ def test_shipped_manifests_and_recipes_name_the_framework_versions_under_one_key
     assert len(shipped) >= 5
     assert all("frameworks" not in manifest for manifest in shipped)
     assert sum("framework" in manifest for manifest in shipped) >= 4   # termtree has no network to record
-    recipes = [p for p in (root / "tasks").glob("*/train.py") if "framework_versions(" in p.read_text(encoding="utf-8")]
+    recipes = [p for p in [*root.glob("tasks/*/train.py"), *root.glob("recipes/*/train.py")]
+               if "framework_versions(" in p.read_text(encoding="utf-8")]
     assert len(recipes) >= 5
     for recipe in recipes:
         assert '"frameworks"' not in recipe.read_text(encoding="utf-8"), recipe
