@@ -659,7 +659,7 @@ def test_shipped_model_on_clear_sentences():
     json.dumps(out, ensure_ascii=False)
 
 
-# The sentences of issues 15 and 23 (fast models off their training genre), on the shipped model:
+# Sentences a user reported as wrong off the training genre, on the shipped model:
 # what it gets right is pinned; what it still gets wrong is a strict xfail, so a model that fixes one
 # turns the suite red until the case moves up (tasks/lexical_analysis/README.md has the figures).
 ISSUE_15_RIGHT = [
@@ -712,7 +712,7 @@ def test_shipped_model_on_out_of_genre_sentences(text, expected):
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError,   # a crash is a failure, not the known error
-                   reason="the shipped 1.4.1 model (issues 15, 23)")
+                   reason="the shipped 1.4.1 model still gets these wrong")
 @pytest.mark.parametrize("text, expected", ISSUE_15_WRONG, ids=[t for t, _ in ISSUE_15_WRONG])
 def test_shipped_model_still_wrong_off_genre(text, expected):
     _has_words(text, expected)

@@ -99,7 +99,7 @@ def test_public_api_is_small():
     assert sorted(taskflow.__all__) == sorted(["Taskflow", "Task", "TextTask", "register_task", "errors", "__version__"])
 
 
-# ------------------------------------------------------------------ model names (issues 26 and 27)
+# ------------------------------------------------------------------ model names
 
 def test_a_short_model_name_names_the_one_listed_model_it_ends():
     ner = get_task_class("ner")
