@@ -374,6 +374,55 @@ def _temp_name(dest: Path) -> Path:
     return dest.with_name(f".{dest.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
 
 
+# A temporary file this old, of a process that is gone, was left by a download that was killed.
+_STALE_TEMP_S = 300
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine.  Where that cannot be asked (not POSIX: there
+    signal 0 is no probe) the answer is False, and a temporary file's age alone decides."""
+    if pid == os.getpid():
+        return True
+    if os.name != "posix":
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:   # it exists, as another user's process
+        return True
+    return True
+
+
+def _remove_stale_temps(dest: Path) -> None:
+    """Remove the temporary files that killed downloads of ``dest`` left beside it.
+
+    Called with the download lock of ``dest`` held, and only for its own temporary files
+    (``.NAME.PID.RANDOM.tmp``): any live download of it holds that lock too, so none is writing
+    now.  A writer that takes no lock (a copy into the cache), or another lock (``download_file``
+    called without one), is guarded by the age and the process id: a file is removed only when
+    it was not written for a few minutes (a live download writes as its bytes come) and its
+    process is gone (one in another PID namespace looks gone: the age still guards it).
+    """
+    pattern = re.compile(rf"\.{re.escape(dest.name)}\.(\d+)\.[0-9a-f]{{8}}\.tmp")
+    try:
+        with os.scandir(dest.parent) as listing:
+            entries = list(listing)
+    except OSError:
+        return
+    now = time.time()
+    for entry in entries:
+        match = pattern.fullmatch(entry.name)
+        if not match:
+            continue
+        try:
+            if (entry.is_file(follow_symlinks=False) and now - entry.stat(follow_symlinks=False).st_mtime > _STALE_TEMP_S
+                    and not _process_alive(int(match[1]))):
+                os.unlink(entry.path)
+        except OSError:
+            pass
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` so that readers see the old or the new file, never half."""
     path = Path(path)
@@ -703,6 +752,7 @@ def download_file(
             lock = FileLock(str(dest.with_name(f".{dest.name}.lock")))
     shown = redact(url)
     with lock:
+        _remove_stale_temps(dest)
         if dest.is_file() and (size is None or dest.stat().st_size == size) and sha256_file(dest) == sha256:
             return dest
         created_dir = not dest.parent.exists()  # only a folder we made is removed on failure

@@ -15,11 +15,13 @@ import os
 import random
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -504,6 +506,71 @@ def test_two_processes_download_a_file_once(pinned, server, home, monkeypatch, t
     for name, data in FILES.items():
         assert server.count(served(name)) == 1
         assert (home / "taskflow" / TASK / MODEL / VERSION / name).read_bytes() == data
+
+
+_DOWNLOADER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    import taskflow.packages as packages
+
+    packages.download_file(sys.argv[1], Path(sys.argv[2]), sha256=sys.argv[3], size=int(sys.argv[4]), progress=False)
+    print("done", flush=True)
+""")
+
+
+def _temps(directory: Path) -> list[Path]:
+    return sorted(directory.glob(".*.tmp"))
+
+
+def wait_for(predicate, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_a_killed_download_leaves_no_temporary_file_and_a_live_one_keeps_its_own(pinned, server, home, monkeypatch):
+    """A download killed with SIGKILL leaves its temporary file; the next download of that file removes
+    it once it is a few minutes old.  Another process's download of the same file, alive (stopped here)
+    under another lock, keeps its temporary file however old it is, and finishes."""
+    monkeypatch.setenv("PPNLP_ENDPOINT", server.url)
+    cache = home / "taskflow" / TASK / MODEL / VERSION
+    dest, data = cache / "weights.bin", FILES["weights.bin"]
+    command = [sys.executable, "-c", _DOWNLOADER, f"{server.url}/{served('weights.bin')}", str(dest), sha256(data),
+               str(len(data))]
+    server.gate.clear()   # each download has its answer's headers, not its body: its temporary file is open
+    killed = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    live = None
+    try:
+        assert wait_for(lambda: len(_temps(cache)) == 1, 60), killed.stderr.read() if killed.poll() is not None else ""
+        left, = _temps(cache)
+        killed.kill()
+        killed.wait()
+        live = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert wait_for(lambda: len(_temps(cache)) == 2, 60), live.stderr.read() if live.poll() is not None else ""
+        live_temp, = set(_temps(cache)) - {left}
+        live.send_signal(signal.SIGSTOP)
+        old = time.time() - 3600   # an hour: past the few minutes a temporary file is given
+        for path in (left, live_temp):
+            os.utime(path, (old, old))
+        server.gate.set()
+        package = resolve(TASK, MODEL, progress=False)   # takes the download lock of each missing file
+        assert package.source == "download" and dest.read_bytes() == data
+        assert _temps(cache) == [live_temp], "the killed download's file is left, or the live one's was removed"
+    finally:
+        server.gate.set()
+        if killed.poll() is None:
+            killed.kill()
+            killed.wait()
+        if live is not None:
+            live.send_signal(signal.SIGCONT)
+    out, err = live.communicate(timeout=60)
+    assert live.returncode == 0 and out.strip() == "done", err
+    assert _temps(cache) == [] and dest.read_bytes() == data
 
 
 # ----------------------------------------------------------------- manifests
