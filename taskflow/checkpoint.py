@@ -45,7 +45,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .errors import JobError, OutputInUseError, OutputWriteError, ResumeMismatchError
+from .errors import InputChangedError, JobError, OutputInUseError, OutputWriteError, ResumeMismatchError
 from .readers import InputFile, count_lines
 
 __all__ = ["JobFiles", "Progress", "CHECKPOINT_FORMAT"]
@@ -73,6 +73,7 @@ class _InputDigest:
 
     def __init__(self, path: Path):
         self._handle = open(path, "rb")
+        self.opened = os.fstat(self._handle.fileno())   # what the file was when the job began
         self._sha = hashlib.sha256()
         self.position = 0
 
@@ -300,6 +301,7 @@ class JobFiles:
         self.ckpt = _sibling(output, ".partial.ckpt")
         self.identity = {"format": CHECKPOINT_FORMAT, **identity}
         self.out = self.err = None
+        self._input, self._input_name = source.path, source.source
         self._digest = _InputDigest(source.path)
         try:
             # A resume is checked in full before any file is touched.
@@ -439,11 +441,62 @@ class JobFiles:
                                "was read from; please report this")
             self._save(Progress(done, self.out.tell(), self.err.tell(), in_bytes, digest))
         except OSError as exc:
+            # The partial files gone from their names (their folder removed, say): no record of this run is on disk.
+            gone = [path for handle, path in ((self.out, self.out_tmp), (self.err, self.err_tmp))
+                    if not _same_inode(handle, path)]
+            if gone:
+                folder = next((path.parent for path in gone if not path.parent.is_dir()), None)
+                what = (f"{folder} was removed while the job ran, and the job's partial output with it" if folder
+                        else f"{gone[0]} was removed or replaced while the job ran")
+                raise OutputWriteError(f"{what} ({exc.strerror or exc}): the job stopped and nothing of this run "
+                                       "was kept; run it again from the start") from exc
             raise OutputWriteError(
                 f"cannot write {exc.filename or self.out_tmp}: {exc.strerror or exc}; the job stopped after "
                 f"{self.done} record(s), which are saved. Free space (or fix the permissions) and rerun with "
                 "--resume (resume=True)"
             ) from exc
+
+    def check_input(self, read: int, failed: str | None = None) -> None:
+        """An :class:`InputChangedError` when the input is not the file the job has been reading (``read``
+        bytes of it so far): removed, cut shorter than that, or its records already done changed.  A file
+        that only grew (lines appended) passes, unless a record read from it ``failed`` (which, and why):
+        a record read from a file written to under the job is not taken for a bad line of the file.
+        The done bytes are hashed again only when the file's size, time or inode moved since the job began."""
+        try:
+            now = os.stat(self._input)
+        except FileNotFoundError:
+            raise self._changed("it was removed", failed, resumable=False) from None
+        then = self._digest.opened
+        same = (now.st_dev, now.st_ino) == (then.st_dev, then.st_ino)
+        if same and (now.st_size, now.st_mtime_ns) == (then.st_size, then.st_mtime_ns):
+            return
+        digest = _InputDigest(self._input)
+        try:
+            kept = digest.advance(self.progress.in_bytes) == self.progress.in_sha256
+        finally:
+            digest.close()
+        if not kept:
+            raise self._changed(f"its first {self.progress.in_bytes:,} bytes, those of the {self.done} record(s) "
+                                "done, are not what they were", failed, resumable=False)
+        if same and now.st_size < read:
+            raise self._changed(f"it now has {now.st_size:,} bytes, fewer than the {read:,} already read", failed,
+                                resumable=True)
+        if failed is not None:
+            raise self._changed("it was written to after the job began", failed, resumable=True)
+
+    def _changed(self, why: str, failed: str | None, *, resumable: bool) -> InputChangedError:
+        message = f"{self._input_name} changed while the job ran ({why})"
+        if failed is not None:
+            message += f"; {failed}"
+        if resumable:
+            message += ("; the job stopped, and the records done are still what the file holds: rerun with --resume "
+                        "(resume=True) to go on from there with the file as it is now (fix that line first if it is "
+                        "bad in the file too)" if failed else "; the job stopped, and the records done are still what "
+                        "the file holds: rerun with --resume (resume=True) to do the rest as it is now")
+        else:
+            message += ("; the job stopped, and what it did was read from the file as it was before, so it cannot be "
+                        "resumed: run the job again (without --resume) on the file as it is now")
+        return InputChangedError(message, self._input_name)
 
     def _save(self, progress: Progress) -> None:
         _atomic_write(self.ckpt, json.dumps({**self.identity, **progress._asdict()}, ensure_ascii=False).encode("utf-8"))

@@ -35,6 +35,7 @@ __all__ = [
     "WorkerError",
     "ResumeMismatchError",
     "OutputInUseError",
+    "InputChangedError",
     "OutputWriteError",
     "TrainingDataError",
 ]
@@ -188,10 +189,25 @@ class OutputInUseError(JobError):
         self.pid = pid
 
 
+class InputChangedError(JobError):
+    """A batch job's input file was rewritten in place, cut short or removed while the job read it, or a
+    record read after it was written to failed.  The job stops rather than take bytes from a file changing
+    under it for a bad line.  The message says whether the records done are still what the file holds
+    (then ``resume=True`` goes on) or not (then run the job again from the start).
+
+    ``path`` is the input file, as the job was given it.
+    """
+
+    def __init__(self, message: str, path: str | None = None):
+        super().__init__(message)
+        self.path = path
+
+
 class OutputWriteError(TaskflowError, OSError):
     """A batch job cannot write its output, errors or checkpoint file (read-only directory, full disk...).
 
-    What was written before is kept: free space (or fix the permissions) and resume.
+    What was written before is kept: free space (or fix the permissions) and resume; unless the job's
+    folder itself was removed, when nothing is, and the message says so.
     """
 
 

@@ -321,6 +321,9 @@ def _write_outcomes(outcomes: list, files: JobFiles, summary: JobSummary, on_err
                 out_lines.append(line)
         if error is not None:
             if on_error == "raise":
+                # A line read from a file written to under the job is not said to be a bad line of the file.
+                reason = _LOCATION.sub("", str(error).split("; ", 1)[0], count=1)
+                files.check_input(record.end, f"line {record.line} was read after that and failed: {reason}")
                 files.write(out_lines, [], files.done + len(out_lines), in_bytes)  # all before it were good
                 summary.processed += len(out_lines)
                 raise InvalidInputError(
@@ -339,6 +342,7 @@ def _check_accounting(source: InputFile, files: JobFiles, summary: JobSummary, u
     if summary.read != summary.processed + summary.skipped or files.done != summary.resumed_from + summary.read:
         raise JobError(f"internal check failed: read {summary.read} record(s) but wrote {summary.processed} and "
                        f"skipped {summary.skipped}; the output is left as {files.out_tmp}; please report this")
+    files.check_input(source.offset)
     size = source.path.stat().st_size
     if size != source.offset:
         if unterminated_at is not None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -294,3 +295,52 @@ def test_a_second_job_on_the_same_output_is_refused_while_the_first_runs(setup, 
     assert code == 0, output[-3000:]
     assert target.read_bytes() == setup["reference"], "the first job's output was changed by the second"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other.txt", "out.jsonl"]
+
+
+def test_an_output_folder_removed_mid_run_is_said_and_nothing_claims_to_be_saved(setup, tmp_path):
+    """The output's folder deleted while the job runs: the job stops (exit 2) and leaves nothing behind,
+    and its message says the folder went and nothing was kept, not that the records are saved."""
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    target = out_dir / "out.jsonl"
+    job = Job(setup["runner"], [*setup["args"], "--output", str(target)], cwd=tmp_path)
+    try:
+        assert wait_for(lambda: lines_in(out_dir / "out.jsonl.partial") >= 64, 60), "the job did not start"
+        job.signal(signal.SIGSTOP)   # holds it mid-run, whatever the machine's speed
+        shutil.rmtree(out_dir)
+    finally:
+        job.signal(signal.SIGCONT)
+    code, output = job.wait(JOB_TIMEOUT)
+    assert code == 2, output[-3000:]
+    assert "Traceback" not in output and not out_dir.exists()
+    error = output.strip().splitlines()[-1]
+    assert error.startswith(f"taskflow: error: {out_dir} was removed while the job ran"), error
+    assert "nothing of this run was kept" in error and "saved" not in error and "--resume" not in error, error
+
+
+def test_an_input_rewritten_in_place_mid_run_is_said_to_have_changed(setup, tmp_path):
+    """The input rewritten in place (same file, other bytes) while the job reads it: the first error says
+    the file changed while the job ran, naming it, not that some line is not valid UTF-8."""
+    source = tmp_path / "in.txt"
+    shutil.copyfile(setup["args"][2], source)
+    args = [str(source) if a == setup["args"][2] else a for a in setup["args"]]
+    target = tmp_path / "out.jsonl"
+    job = Job(setup["runner"], [*args, "--output", str(target)], cwd=tmp_path)
+    try:
+        assert wait_for(lambda: lines_in(tmp_path / "out.jsonl.partial") >= 64, 60), "the job did not start"
+        job.signal(signal.SIGSTOP)
+        # Saved again in GBK (longer than before, so the reader finds bytes where it stopped), in place.
+        with open(source, "r+b") as handle:
+            handle.truncate(0)
+            handle.write(("\n".join(f"改写后的{t}" for t in TEXTS) + "\n").encode("gbk"))
+    finally:
+        job.signal(signal.SIGCONT)
+    code, output = job.wait(JOB_TIMEOUT)
+    assert code == 2, output[-3000:]
+    error = output.strip().splitlines()[-1]
+    assert error.startswith(f"taskflow: error: {source} changed while the job ran"), error
+    assert "--encoding" not in error and "Traceback" not in output, error
+    assert not target.exists()
+    resumed = subprocess.run([sys.executable, str(setup["runner"]), *args, "--output", str(target), "--resume"],
+                             capture_output=True, text=True, timeout=JOB_TIMEOUT, cwd=tmp_path)
+    assert resumed.returncode == 2 and "cannot resume" in resumed.stderr, resumed.stderr[-3000:]

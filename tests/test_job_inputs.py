@@ -13,7 +13,7 @@ import pytest
 
 from taskflow import Taskflow
 from taskflow.cli import main
-from taskflow.errors import InvalidInputError, JobError
+from taskflow.errors import InputChangedError, InvalidInputError, JobError
 from taskflow.jobs import run_file
 
 pytestmark = pytest.mark.timeout(120)
@@ -348,6 +348,27 @@ def test_lines_appended_before_the_end_are_read(flow, tmp_path, monkeypatch):
     summary = _job(flow, source, target)
     assert summary.read == len(TEXTS) + 1
     assert [r["text"] for r in _read_jsonl(target)] == TEXTS + ["新来的一行"]
+
+
+def test_an_input_rewritten_in_place_to_the_same_size_stops_the_job(flow, tmp_path, monkeypatch):
+    """Lines already done rewritten in place (same size, so nothing looks appended or cut): the job
+    does not finish an output read from two files; it says the input changed, naming it."""
+    source, target = tmp_path / "in.txt", tmp_path / "out.jsonl"
+    _write(source, "txt", TEXTS)
+    real, calls = flow.task.run_items, []
+
+    def run_items(items):
+        calls.append(len(items))
+        if len(calls) == 2:   # the first chunk is written and checkpointed
+            data = source.read_bytes()
+            with open(source, "r+b") as handle:
+                handle.write(data.replace("太差了".encode(), "很不错".encode()))
+        return real(items)
+
+    monkeypatch.setattr(flow.task, "run_items", run_items)
+    with pytest.raises(InputChangedError, match=rf"^{re.escape(str(source))} changed while the job ran") as info:
+        _job(flow, source, target, on_error="skip")
+    assert info.value.path == str(source) and not target.exists()
 
 
 def _strict(text):
