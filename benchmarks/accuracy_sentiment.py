@@ -56,6 +56,26 @@ def baseline(train_texts, train_labels):
     return model.fit(train_texts, train_labels)
 
 
+def flows_and_baseline(data: Path, task_path: str | None):
+    """The systems a sentiment benchmark measures (``task_path``'s package, or the fast and accurate
+    modes) and the baseline trained on the measured package's own training files (the shipped
+    recipe's three train splits for a package that does not list them): ``(flows, train_files,
+    train_texts, baseline, seconds to train it)``."""
+    from taskflow import Taskflow
+
+    if task_path:
+        flows = {"taskflow": Taskflow("sentiment_analysis", task_path=task_path)}
+    else:
+        flows = {"fast (default)": Taskflow("sentiment_analysis"),
+                 "accurate": Taskflow("sentiment_analysis", mode="accurate")}
+    manifest = next(iter(flows.values())).task.manifest
+    train_files = manifest.get("training", {}).get("train_files") or DEFAULT_TRAIN_FILES
+    train_texts, train_labels = training_texts(data, train_files)
+    start = time.perf_counter()
+    base = baseline(train_texts, train_labels)
+    return flows, train_files, train_texts, base, time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data", required=True, help="the sentiment data folder (../shared/data/sentiment)")
@@ -63,21 +83,7 @@ def main() -> None:
     args = parser.parse_args()
     data = Path(args.data)
 
-    from taskflow import Taskflow
-
-    if args.task_path:
-        flows = {"taskflow": Taskflow("sentiment_analysis", task_path=args.task_path)}
-    else:
-        flows = {"fast (default)": Taskflow("sentiment_analysis"),
-                 "accurate": Taskflow("sentiment_analysis", mode="accurate")}
-    manifest = next(iter(flows.values())).task.manifest
-    # The package's own training files; the shipped recipe's three train splits for a package that
-    # does not list them.
-    train_files = manifest.get("training", {}).get("train_files") or DEFAULT_TRAIN_FILES
-    train_texts, train_labels = training_texts(data, train_files)
-    start = time.perf_counter()
-    base = baseline(train_texts, train_labels)
-    base_seconds = time.perf_counter() - start
+    flows, train_files, train_texts, base, base_seconds = flows_and_baseline(data, args.task_path)
 
     rows = []
     for label, name in EVAL_SPLITS:

@@ -17,12 +17,11 @@ from __future__ import annotations
 import argparse
 import csv
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from accuracy_sentiment import DEFAULT_TRAIN_FILES, baseline, training_texts  # noqa: E402
+from accuracy_sentiment import flows_and_baseline  # noqa: E402
 from common import machine, table, update_section  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,19 +47,7 @@ def main() -> None:
     texts = [r["text"] for r in rows]
     gold = [r["label"] for r in rows]
 
-    from taskflow import Taskflow
-
-    if args.task_path:
-        flows = {"taskflow": Taskflow("sentiment_analysis", task_path=args.task_path)}
-    else:
-        flows = {"fast (default)": Taskflow("sentiment_analysis"),
-                 "accurate": Taskflow("sentiment_analysis", mode="accurate")}
-    manifest = next(iter(flows.values())).task.manifest
-    train_files = manifest.get("training", {}).get("train_files") or DEFAULT_TRAIN_FILES
-    train_texts, train_labels = training_texts(data, train_files)
-    start = time.perf_counter()
-    base = baseline(train_texts, train_labels)
-    base_seconds = time.perf_counter() - start
+    flows, train_files, train_texts, base, base_seconds = flows_and_baseline(data, args.task_path)
 
     predictions = {name: [r["label"] for r in flow(texts)] for name, flow in flows.items()}
     predictions["TF-IDF + LR"] = ["positive" if p == 1 else "negative" for p in base.predict(texts)]

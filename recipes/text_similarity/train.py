@@ -46,10 +46,10 @@ from pathlib import Path
 
 import numpy as np
 
-from taskflow.tasks.text_similarity.features import NORMALIZATION, Vocab, model_text
+from taskflow.tasks.text_similarity.features import Vocab, model_text
 from taskflow.tasks.text_similarity.train import (MAX_LENGTH, Encoded, accuracy, add_network_options, best_threshold,
-                                                  build_network, fit_matcher, predict, start_from_vectors,
-                                                  stored_in_float16)
+                                                  build_network, fit_matcher, package_fields, predict,
+                                                  start_from_vectors, stored_in_float16)
 from taskflow.training import (PackageDraft, fast_cpu_math, framework_versions, jieba_cut, log, portable_path,
                                recipe_parser, seed_all)
 
@@ -201,11 +201,7 @@ def main(argv=None) -> int:
         draft.write({
             "description": ("RE2-style interaction model over chars and words with exact-match flags"
                             if args.arch == "match" else "siamese conv bi-encoder over chars and words"),
-            "architecture": architecture,
-            "normalization": list(NORMALIZATION),
-            "labels": [0, 1],
-            "max_length": MAX_LENGTH,
-            "threshold": threshold,
+            **package_fields(architecture, threshold),
             "training": {
                 "train_files": {k: portable_path(files[k], args.data_dir) for k in ("bq_train", "afqmc_train", "lcqmc_dev")},
                 "train_pairs": {k: len(v) for k, v in parts.items()},

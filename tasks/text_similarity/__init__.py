@@ -188,7 +188,7 @@ class TextSimilarityTask(MultiTextTask):
         bi-encoder's) stay its own."""
         outputs = self.ensemble.run(features, self.predictors)
         probabilities = [network.probability(out) for network, out in zip(self.ensemble.networks, outputs)]
-        return [self.ensemble.mix(probabilities) if len(probabilities) > 1 else probabilities[0], *outputs[0][1:]]
+        return [self.ensemble.mix(probabilities), *outputs[0][1:]]
 
     def postprocess(self, outputs, units):
         scores = np.asarray(outputs[0], dtype=np.float64).reshape(-1)

@@ -277,11 +277,7 @@ def train_own_pairs(args, argv: list[str]) -> int:
         draft.write({
             "description": (f"{'siamese conv bi-encoder' if args.arch == 'siamese' else 'RE2-style matcher'} over "
                             f"chars and words, trained on {portable_path(args.train)} with `taskflow train text_similarity`"),
-            "architecture": architecture,
-            "normalization": list(NORMALIZATION),
-            "labels": [0, 1],
-            "max_length": MAX_LENGTH,
-            "threshold": threshold,
+            **package_fields(architecture, threshold),
             "training": {
                 "train_file": portable_path(args.train), "dev_file": portable_path(args.dev) if args.dev else None,
                 "text_fields": args.text_field.split(","), "label_field": args.label_field,
@@ -297,6 +293,13 @@ def train_own_pairs(args, argv: list[str]) -> int:
             "framework": framework_versions("paddlepaddle", "numpy"),
         })
     return 0
+
+
+def package_fields(architecture: dict, threshold: float) -> dict:
+    """The manifest fields every matcher package has, own data or the recipe's: the network, how it
+    reads a pair, its labels and its threshold."""
+    return {"architecture": architecture, "normalization": list(NORMALIZATION), "labels": [0, 1],
+            "max_length": MAX_LENGTH, "threshold": threshold}
 
 
 def stored_in_float16(args):
