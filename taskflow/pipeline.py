@@ -86,6 +86,8 @@ class Taskflow:
         })
         registered = get_task_class(task)
         package_task, model_name = self.locate(registered, model, mode, own_package=task_path is not None)
+        if model is None and mode is None and task_path is None:
+            model_name = registered.model_for_options(model_name, task_options)
         cls = registered.class_for(package_task)
         _check_option_names(cls, task_options, registered)
         options = PredictorOptions(
@@ -276,8 +278,8 @@ def listed_models(cls) -> list[str]:
     """The models :meth:`Taskflow.tasks` lists for a task class: its own shipped ones, then the
     ``"other_task/name"`` ones its default or modes run.  A package that ships only as a member of
     another's ensemble is not offered on its own (it runs inside the package that names it),
-    unless the task's default or a mode is that package."""
-    chosen = {cls.default_model, *cls.modes.values()}
+    unless the task's default, a mode or an option (``option_models``) runs that package."""
+    chosen = {cls.default_model, *cls.modes.values(), *cls.option_models}
     own = [name for name in available_models(cls.name)
            if name in chosen or f"{cls.name}/{name}" not in _ensemble_members(cls.name)]
     return own + _shared_models(cls)

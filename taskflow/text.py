@@ -42,7 +42,7 @@ NORMALIZATION_STEPS: dict[str, Callable[[], Mapping[int, int | None]]] = {
     "space": _space_table,                                                   # any whitespace char -> ' '
     "strip": _strip_table,                                                   # drop whitespace and punctuation
 }
-LENGTH_CHANGING_STEPS = frozenset({"strip"})
+LENGTH_CHANGING_STEPS = frozenset({"strip", "social"})
 
 
 @functools.lru_cache(maxsize=1)
@@ -100,9 +100,64 @@ def to_simplified(text: str) -> str:
                    for c, p, b in zip(text, in_context, by_char))
 
 
-# Steps that are functions of the whole string rather than per-char tables; each keeps the length and
-# touches only Han characters, so it commutes with the table steps and runs before them.
-STRING_STEPS: dict[str, Callable[[str], str]] = {"t2s": to_simplified}   # traditional -> simplified
+# Social-media markup (the ``social`` step).  A URL and an @-mention carry no opinion and, read char by
+# char, drown a short post's words; a Weibo emoticon code such as [泪] or [哈哈] is one signal, not
+# its chars.  Each becomes one char of Unicode's private use areas, which no real text holds: the
+# same code always the same char, so a vocabulary learns the frequent ones like any char.
+URL_CHAR, MENTION_CHAR = "\ue000", "\ue001"
+EMOTICON_PLANE = 0xF0000     # plane 15, 65,534 private use chars: one per code name, by its CRC-32
+_URL = re.compile(r"(?:https?://|www\.)[!-~]+", re.IGNORECASE)
+# @name of up to 12 chars that a space, punctuation, the next @ or the end closes (nicknames are short,
+# and an unclosed run is more likely the post's own words: then the @ alone is replaced); //@name:
+# retweet chains keep their // and :.
+_NAME_END = r"\s@＠:：,，;；。!！?？、()（）\[\]【】#"
+_MENTION = re.compile(rf"[@＠](?:[^{_NAME_END}]{{1,12}}(?=[{_NAME_END}]|$))?")
+_EMOTICON = re.compile(r"[\[［]([^\[\]［］\s]{1,8})[\]］]")
+# Emoji skin tones, variation selectors and the zero-width joiner: 👍🏻 reads as 👍.
+_EMOJI_MODIFIERS = {**{code: None for code in range(0x1F3FB, 0x1F400)}, 0xFE0E: None, 0xFE0F: None, 0x200D: None}
+
+
+def emoticon_char(name: str) -> str:
+    """The char the ``social`` step writes for the emoticon code ``[name]``.
+
+    >>> emoticon_char("泪") == emoticon_char("泪") != emoticon_char("哈哈")
+    True
+    """
+    import zlib
+
+    return chr(EMOTICON_PLANE + zlib.crc32(name.encode("utf-8")) % 0xFFFE)
+
+
+def _emoticon(match: re.Match) -> str:
+    name = match.group(1)
+    # [1] or [12] is a reference mark, [a] a letter in brackets: only a name with a Han char is a code.
+    return emoticon_char(name) if re.search(r"[\u4e00-\u9fff]", name) else match.group(0)
+
+
+def social(text: str) -> str:
+    """URLs, @-mentions and emoticon codes as one private-use char each; emoji modifiers dropped.
+
+    >>> social("笑死我了[哈哈] //@小明:真的假的 http://t.cn/abc") == (
+    ...     "笑死我了" + emoticon_char("哈哈") + " //" + MENTION_CHAR + ":真的假的 " + URL_CHAR)
+    True
+    """
+    if "[" in text or "［" in text:
+        text = _EMOTICON.sub(_emoticon, text)
+    if "@" in text or "＠" in text:
+        text = _MENTION.sub(MENTION_CHAR, text)
+    if "://" in text or "www." in text.lower():
+        text = _URL.sub(URL_CHAR, text)
+    return text.translate(_EMOJI_MODIFIERS)
+
+
+# Steps that are functions of the whole string rather than per-char tables.  t2s keeps the length and
+# touches only Han characters, so it commutes with the table steps; social shortens the text (a
+# package that reads with it has no char offsets) and reads full-width @ and brackets itself.  Both
+# run before the table steps.
+STRING_STEPS: dict[str, Callable[[str], str]] = {
+    "social": social,        # URLs, @-mentions, emoticon codes -> one char each
+    "t2s": to_simplified,    # traditional -> simplified
+}
 # What manifests written before the steps had names said, in words.
 _DESCRIBED = {
     "q2b (full-width to half-width) + ASCII lower-case, per character": ("width", "lower"),

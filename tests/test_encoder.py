@@ -297,8 +297,37 @@ def test_a_sentiment_ensemble_refuses_members_that_cannot_mix(parity, tiny_senti
     assert Taskflow("sentiment_analysis", task_path=str(package), ensemble=False)("一丁")[0]["label"]
 
 
+def test_an_ensemble_member_with_more_labels_is_read_on_the_package_s_labels(parity, tmp_path):
+    """A three-label member (negative, positive, neutral) beside a two-label encoder: its
+    probabilities of negative and positive, renormalised, are what it adds to the mix."""
+    from make_tiny_models import make_tiny_sentiment
+    from taskflow.errors import ManifestError
+
+    package = _package(tmp_path / "mix", parity, "transformer_classifier", task="sentiment_analysis",
+                       labels=["negative", "positive"], max_length=8)
+    make_tiny_sentiment(package / "cnn", seed=3, labels=("neutral", "positive", "negative"))
+    manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
+    manifest.update(requires={"cnn": "./cnn"}, ensemble=["cnn"], ensemble_weights=[1, 3])
+    (package / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    mixed = Taskflow("sentiment_analysis", task_path=str(package), return_all_scores=True)
+    encoder = Taskflow("sentiment_analysis", task_path=str(package), return_all_scores=True, ensemble=False)
+    cnn = Taskflow("sentiment_analysis", task_path=str(package / "cnn"), return_all_scores=True)
+    for text in ["一丁七万", "丁"]:
+        three = cnn(text)[0]["scores"]
+        assert len(three) == 3 and three["neutral"] > 0.01
+        expected = 0.25 * encoder(text)[0]["scores"]["positive"] + 0.75 * three["positive"] / (
+            three["positive"] + three["negative"])
+        got = mixed(text)[0]["scores"]
+        assert set(got) == {"negative", "positive"} and got["positive"] == pytest.approx(expected, abs=1e-5)
+
+    make_tiny_sentiment(package / "cnn", seed=3, labels=("neutral", "positive", "angry"))
+    with pytest.raises(ManifestError, match="not all of \\['negative', 'positive'\\]"):
+        Taskflow("sentiment_analysis", task_path=str(package))
+
+
 def test_the_sentiment_recipe_tunes_an_ensemble_s_weights_then_its_temperature(parity, tiny_sentiment, tmp_path):
-    """Each weighting's pooled dev accuracy in the manifest is what the task gives with those weights."""
+    """Each weighting's dev accuracy in the manifest (the mean over the splits, here all of one size,
+    so the pooled accuracy) is what the task gives with those weights."""
     from recipes.sentiment_analysis.train import ENSEMBLE_SELECTION, main
     from taskflow.training import update_manifest
 
@@ -309,7 +338,11 @@ def test_the_sentiment_recipe_tunes_an_ensemble_s_weights_then_its_temperature(p
             for rel in ENSEMBLE_SELECTION}
     for rel, items in rows.items():
         (tmp_path / "data" / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "data" / rel).write_text("label\ttext\n" + "".join(f"{y}\t{t}\n" for t, y in items), encoding="utf-8")
+        if rel.startswith("smp2020_ewect/"):      # six emotions: 2 happy (positive), 1 angry (negative)
+            body = "label\ttext_a\n" + "".join(f"{2 if y else 1}\t{t}\n" for t, y in items)
+        else:
+            body = "label\ttext\n" + "".join(f"{y}\t{t}\n" for t, y in items)
+        (tmp_path / "data" / rel).write_text(body, encoding="utf-8")
     assert main(["--ensemble-weights", str(package), "--data-dir", str(tmp_path / "data")]) == 0
     manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
     tuning = manifest["ensemble_weights_tuning"]

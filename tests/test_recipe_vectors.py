@@ -210,7 +210,8 @@ def test_sentiment_recipe_ships_the_vectors_tables(tmp_path):
 
     data = tmp_path / "sentiment"
     for folder, files in {"chnsenticorp": ("train", "dev", "test", "test.dedup"),
-                          "online_shopping_10_cats": ("train", "test"), "waimai_10k": ("train", "test")}.items():
+                          "online_shopping_10_cats": ("train", "dev", "test"),
+                          "waimai_10k": ("train", "dev", "test")}.items():
         (data / folder).mkdir(parents=True)
         for name in files:
             (data / folder / f"{name}.tsv").write_text(
@@ -223,7 +224,7 @@ def test_sentiment_recipe_ships_the_vectors_tables(tmp_path):
                    "--embed-dim", "8", "--bigram-buckets", "64", "--ngram-dim", "4", "--conv-channels", "2",
                    "--max-kernel", "1", "--wide-buckets", "64", "--batch-size", "8", "--epochs", "1",
                    "--wide-epochs", "1", "--max-len", "16", "--lr", "0", "--augment", "none", "--skip-calibration",
-                   "--vectors", str(vectors)]) == 0
+                   "--social-sets", "none", "--vectors", str(vectors)]) == 0
 
     record = Manifest.load(out / "manifest.json")["training"]["pretrained_embeddings"]
     assert record["vectors"] == f"{tmp_path.name}/vectors" and 0 < record["coverage"]["char"] < 1

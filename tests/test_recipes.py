@@ -69,7 +69,7 @@ def test_sentiment_recipe(tmp_path):
     rows = [(1, t) for t in POSITIVE] + [(0, t) for t in NEGATIVE]
     data = tmp_path / "sentiment"
     for folder, files in {"chnsenticorp": ("train", "dev", "test", "test.dedup"),
-                          "online_shopping_10_cats": ("train", "test"), "waimai_10k": ("train", "test")}.items():
+                          "online_shopping_10_cats": ("train", "dev", "test"), "waimai_10k": ("train", "dev", "test")}.items():
         for name in files:
             tsv(data / folder / f"{name}.tsv", "label\ttext", rows)
     out = tmp_path / "model"

@@ -26,13 +26,17 @@ def test_clear_sentences(senta):
         assert set(r["scores"]) == {"negative", "positive"}
 
 
+# The accurate mode's mix, as the recipe chose it on the dev splits (its manifest's ensemble_weights).
+WEIGHTS, MIXING = [0.2, 0.8], "geometric"
+
+
 @pytest.fixture(scope="module")
 def accurate():
     return Taskflow("sentiment_analysis", mode="accurate", offline=True, return_all_scores=True)
 
 
 def test_accurate_mode_on_clear_sentences_and_contrasts(accurate):
-    """The encoder mixed with char_cnn: the clear sentences, and contrasts whose second clause decides."""
+    """The encoder mixed with char_cnn_neutral: the clear sentences, and contrasts whose second clause decides."""
     contrasts = {"虽然价格有点贵，但是味道真的很好": "positive", "快递很快，但是东西是坏的": "negative",
                  "包装很精美，可惜质量太差了": "negative", "房间不大，但是很干净": "positive"}
     results = accurate(POSITIVE + NEGATIVE + list(contrasts))
@@ -41,28 +45,27 @@ def test_accurate_mode_on_clear_sentences_and_contrasts(accurate):
         assert r["score"] == max(r["scores"].values()) and sum(r["scores"].values()) == pytest.approx(1.0)
     task = accurate.task
     assert task.manifest.name == "encoder_ensemble" and [n.model.name for n in task.networks] == [
-        "encoder_ensemble", "char_cnn", "encoder_23k"]
-    assert task.weights == pytest.approx([0.1, 0.8, 0.1]) and task.mixing == "geometric"
-    assert task.temperature is not None
+        "encoder_ensemble", "char_cnn_neutral"]
+    assert task.weights == pytest.approx(WEIGHTS) and task.mixing == MIXING
+    assert task.temperature is not None and task.labels == ["negative", "positive"]
 
 
 def test_accurate_mode_mixes_what_each_network_says_alone(accurate, senta):
-    """Short texts (one chunk each): the accurate score is temper(the weighted geometric mean of the
-    two encoders' and char_cnn's probabilities, renormalised), each network run alone."""
+    """Short texts (one chunk each): the accurate score is temper(the encoder's and char_cnn_neutral's
+    probabilities of negative and positive, the latter renormalised, mixed as the manifest says),
+    each network run alone."""
+    from taskflow.ensemble import mix
     from taskflow.tasks.sentiment_analysis import temper
 
-    texts = ["服务态度不是很好", "这家店yyds", "房间不大，但是很干净"]
+    texts = ["服务态度不是很好", "这家店yyds", "房间不大，但是很干净", "看哭了[泪] //@小明:心疼"]
     alone = [Taskflow("sentiment_analysis", mode="accurate", ensemble=False, offline=True, return_all_scores=True),
-             Taskflow("sentiment_analysis", offline=True, return_all_scores=True),
-             Taskflow("sentiment_analysis", task_path=str(accurate.task.networks[2].model.path("vocab.txt").parent), offline=True,
-                      return_all_scores=True)]
+             Taskflow("sentiment_analysis", neutral=True, offline=True, return_all_scores=True)]
     for flow in alone:
         flow.task.temperature = None
     outputs = [flow(texts) for flow in alone]
     for k, (text, got) in enumerate(zip(texts, accurate(texts))):
-        logs = [sum(w * np.log(out[k]["scores"][label]) for w, out in zip(accurate.task.weights, outputs))
-                for label in ("negative", "positive")]
-        mixed = np.exp(logs) / np.exp(logs).sum()
+        two = [np.array([out[k]["scores"]["negative"], out[k]["scores"]["positive"]]) for out in outputs]
+        mixed = mix(np.array([p / p.sum() for p in two])[:, None, :], accurate.task.weights, accurate.task.mixing)[0]
         expected = temper(mixed, accurate.task.temperature)
         assert [got["scores"]["negative"], got["scores"]["positive"]] == pytest.approx(expected, abs=1e-5), text
 
@@ -264,7 +267,7 @@ def test_teacher_reads_corpus_lines_and_the_recipe_learns_its_labels(tmp_path):
     assert train(["--data-dir", str(data), "--out", str(tmp_path / "student"), "--augment", "none",
                   "--teacher-labels", str(out), "--teacher-weight", "0.5", "--skip-calibration", *TINY_NETWORK]) == 0
     training = Manifest.load(tmp_path / "student" / "manifest.json")["training"]
-    assert training["examples"] == {"real": 144, "generated": 0, "teacher": 4}
+    assert training["examples"] == {"real": 144, "reviews": 144, "social": 0, "generated": 0, "teacher": 4}
     record = training["teacher_labels"]
     assert record["weight"] == 0.5 and record["files"][0]["units"] == 4 and record["files"][0]["teacher"]["name"]
 
@@ -376,8 +379,9 @@ def _tiny_sentiment_data(root):
 
     praise = ["房间很干净，服务也好", "菜很好吃，下次还来", "物流很快，包装很好", "质量不错，很满意", "屏幕清晰，运行流畅"]
     complaints = ["服务太差了", "等了一个小时还没上菜", "质量很差，用了两天就坏了", "房间又脏又吵", "客服态度很差"]
-    layout = {"chnsenticorp": ("train", "dev", "test", "test.dedup"), "online_shopping_10_cats": ("train", "test"),
-              "waimai_10k": ("train", "test")}
+    facts = ["明天上午九点开会", "本次列车终点站是北京", "这本书有三百页", "会议改到三楼举行"]
+    layout = {"chnsenticorp": ("train", "dev", "test", "test.dedup"), "online_shopping_10_cats": ("train", "dev", "test"),
+              "waimai_10k": ("train", "dev", "test")}
     for name, splits in layout.items():
         for k, split in enumerate(splits):
             rng = random.Random(f"{name}:{split}")
@@ -386,6 +390,16 @@ def _tiny_sentiment_data(root):
                 rows += [f"1\t{rng.choice(praise)}{i + 100 * k}", f"0\t{rng.choice(complaints)}{i + 100 * k}"]
             (root / name).mkdir(parents=True, exist_ok=True)
             (root / name / f"{split}.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    # SMP2020-EWECT's layout and six labels: 2 happy, 1 angry, 0 neutral, 5 surprise (left out).
+    for name in ("usual", "virus"):
+        for k, split in enumerate(("train", "dev", "test")):
+            rng = random.Random(f"smp:{name}:{split}")
+            rows = ["label\ttext_a"]
+            for i in range(12):
+                rows += [f"2\t@小明 {rng.choice(praise)}[哈哈]{i + 100 * k}", f"1\t{rng.choice(complaints)}[怒]{i}",
+                         f"0\t{rng.choice(facts)}{i + 100 * k}", f"5\t天哪{i}"]
+            (root / "smp2020_ewect" / name).mkdir(parents=True, exist_ok=True)
+            (root / "smp2020_ewect" / name / f"{split}.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
     return root
 
 
@@ -400,14 +414,21 @@ def test_recipe_with_augmentation_records_it_and_calibrates(tmp_path):
     from recipes.sentiment_analysis.train import main as train
 
     data = _tiny_sentiment_data(tmp_path / "data")
-    assert train(["--data-dir", str(data), "--out", str(tmp_path / "pkg"), "--augment-scale", "0.05", *TINY_NETWORK]) == 0
+    assert train(["--data-dir", str(data), "--out", str(tmp_path / "pkg"), "--augment-scale", "0.05",
+                  "--social-sets", "usual,virus", *TINY_NETWORK]) == 0
     manifest = Manifest.load(tmp_path / "pkg" / "manifest.json")
     augmentation = manifest["training"]["augmentation"]
     assert augmentation["kinds"] == ["invariance", "negation", "contrast", "slang"]   # no_opinion is opt-in
     assert augmentation["scale"] == 0.05
     # SIZES["negation"] (4000) + SIZES["negation_bare"] (600), x 0.05
     assert augmentation["by_kind"]["negation"]["template"] == 230
-    assert manifest["training"]["examples"] == {"real": 144, "generated": augmentation["sentences"], "teacher": 0}
+    assert manifest["training"]["examples"] == {"real": 192, "reviews": 144, "social": 48,
+                                                "generated": augmentation["sentences"], "teacher": 0}
+    assert manifest["normalization"] == ["social", "t2s", "width", "lower"]
+    assert manifest["training"]["selection"]["splits"] == [
+        "chnsenticorp/dev.tsv", "online_shopping_10_cats/dev.tsv", "waimai_10k/dev.tsv",
+        "smp2020_ewect/usual/dev.tsv", "smp2020_ewect/virus/dev.tsv"]
+    assert {"smp2020_ewect_usual_test", "smp2020_ewect_virus_test"} <= set(manifest["metrics"])
     assert manifest["temperature"] > 0
     dev = manifest["calibration"]["figures"]["chnsenticorp_dev"]
     assert dev["nll"][1] <= dev["nll"][0]          # fitted on dev: it cannot get worse there
@@ -480,3 +501,64 @@ def test_genre_dev_format():
     assert all(t == t.strip() and 8 <= len(t) <= 150 for t in texts)
     assert len(set(texts)) == len(texts), "no text twice"
     assert 0.4 <= sum(r["label"] == "positive" for r in rows) / len(rows) <= 0.6
+
+
+def test_recipe_neutral_trains_three_labels_that_neutral_true_reports(tmp_path):
+    """--neutral: SMP2020's neutral rows and the statements of fact are a third label; the package
+    runs with neutral=True and gives three probabilities; a two-label package refuses neutral=True."""
+    from recipes.sentiment_analysis.train import main as train
+    from taskflow.errors import OptionError
+
+    data = _tiny_sentiment_data(tmp_path / "data")
+    assert train(["--data-dir", str(data), "--out", str(tmp_path / "pkg"), "--neutral", "--augment-scale", "0.01",
+                  *TINY_NETWORK]) == 0
+    manifest = Manifest.load(tmp_path / "pkg" / "manifest.json")
+    assert manifest["labels"] == ["negative", "positive", "neutral"]
+    assert manifest["training"]["examples"]["social"] == 72          # 24 happy, 24 angry, 24 neutral rows
+    assert "no_opinion" in manifest["training"]["augmentation"]["kinds"]
+    assert manifest["training"]["augmentation"]["no_opinion"]["target"] == "the label neutral"
+    assert set(manifest["metrics"]["three_way_macro_f1"]) == {"smp2020_ewect/usual/test.tsv",
+                                                               "smp2020_ewect/virus/test.tsv"}
+    flow = Taskflow("sentiment_analysis", task_path=tmp_path / "pkg", neutral=True, return_all_scores=True)
+    [result] = flow(["明天上午九点开会"])
+    assert result["label"] in ("negative", "positive", "neutral")
+    assert set(result["scores"]) == {"negative", "positive", "neutral"}
+    assert abs(sum(result["scores"].values()) - 1) < 1e-6
+
+    assert train(["--data-dir", str(data), "--out", str(tmp_path / "two"), "--augment", "none",
+                  "--skip-calibration", *TINY_NETWORK]) == 0
+    with pytest.raises(OptionError, match="neutral=True needs a model with the label 'neutral'"):
+        Taskflow("sentiment_analysis", task_path=tmp_path / "two", neutral=True)
+    with pytest.raises(SystemExit):      # the neutral label is learnt from SMP2020's neutral rows
+        train(["--data-dir", str(data), "--out", str(tmp_path / "x"), "--neutral", "--social-sets", "none",
+               *TINY_NETWORK])
+
+
+def test_neutral_true_with_the_accurate_mode_says_it_has_two_labels():
+    from taskflow.errors import OptionError
+
+    with pytest.raises(OptionError, match="the accurate mode has two labels only"):
+        Taskflow("sentiment_analysis", mode="accurate", neutral=True)
+    with pytest.raises(OptionError, match="neutral must be True or False"):
+        Taskflow("sentiment_analysis", neutral="yes")
+
+
+def test_social_markup_is_read_as_one_char_each():
+    """An emoticon code, an @-mention and a URL are one char each; a reference mark [1] stays."""
+    from taskflow.tasks.text_classification import encode
+    from taskflow.text import MENTION_CHAR, URL_CHAR, Normalizer, emoticon_char
+
+    social = Normalizer(["social", "t2s", "width", "lower"])
+    assert social("看哭了[泪]") == "看哭了" + emoticon_char("泪")
+    assert social("笑死［哈哈］") == "笑死" + emoticon_char("哈哈")                 # full-width brackets
+    assert social("@中国电信 宽带又断了") == MENTION_CHAR + " 宽带又断了"
+    assert social("有谁是想打@至上励合张远是吗？") == "有谁是想打" + MENTION_CHAR + "?"
+    assert social("转发//@小明:好看") == "转发//" + MENTION_CHAR + ":好看"
+    # An @ that no punctuation closes within 12 chars: the post's own words stay.
+    assert social("@中国电信明明到明年2月才到期就提醒我欠费") == MENTION_CHAR + "中国电信明明到明年2月才到期就提醒我欠费"
+    assert social("详见 https://t.cn/A6x?a=1 谢谢") == "详见 " + URL_CHAR + " 谢谢"
+    assert social("参考[1]和[a]") == "参考[1]和[a]"
+    assert social("点赞👍🏻") == social("点赞👍") == "点赞👍"
+    assert not social.keeps_length
+    vocab = {"[PAD]": 0, "[UNK]": 1, "哭": 2, emoticon_char("泪"): 3}
+    assert encode(["哭[泪]", "🏻"], vocab, social).tolist() == [[2, 3], [1, 0]]   # an emptied text: one unknown char

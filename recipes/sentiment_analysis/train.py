@@ -4,9 +4,17 @@
 
 Data (see NOTES.md in this folder for sources and licences): ChnSentiCorp
 (ERNIE split), online_shopping_10_cats and waimai_10k, each a folder of
-``label<TAB>text`` TSV files with a header.  Training uses their train splits
-only; every choice (epoch, mixing weight) is made on ChnSentiCorp dev; the
-test splits are evaluated once, at the end, and written into the manifest.
+``label<TAB>text`` TSV files with a header, and the Weibo posts of SMP2020-EWECT
+(``smp2020_ewect/usual`` and ``/virus``, ``--social-sets``), read as polarity
+(``read_smp2020``: happy positive; angry, sad, fear negative; neutral and
+surprise left out).  Training uses their train splits only; every choice
+(epoch, mixing weight) is made on the dev splits (``selection_splits``: the
+three review sets' and SMP2020's, the mean of their accuracies); the test
+splits are evaluated once, at the end, and written into the manifest.
+
+The text is read with ``--normalization``: by default ``social`` first
+(taskflow/text.py: a URL, an @-mention, an emoticon code such as [泪] become one
+char each), then traditional to simplified, half-width, lower-case.
 
 Two stages (tasks/text_classification/model.py explains the network):
 
@@ -35,6 +43,10 @@ dev measure.  The manifest records what was generated.
 (teacher.py writes the file): both stages learn them as soft targets, weighted
 ``--teacher-weight`` (knowledge distillation; NOTES.md, "Teacher labels").
 
+``--neutral`` trains the three-label model of ``neutral=True`` (labels negative, positive,
+neutral): SMP2020's neutral rows and the no_opinion statements of fact are the label neutral,
+and SMP2020's dev splits are read three-way for every choice.
+
 Then the scores are calibrated: a temperature T (probabilities become
 softmax(log p / T)) is fitted on ChnSentiCorp dev by minimising the negative
 log-likelihood, and stored in the manifest (``temperature``), which the task
@@ -42,6 +54,10 @@ applies to each text's probabilities; labels do not change.  An existing
 package is calibrated in place, without training, by
 
     python -m recipes.sentiment_analysis.train --calibrate PACKAGE --data-dir ../shared/data/sentiment
+
+``--int8-tables PACKAGE --out DIR`` writes a trained package again with its char and bigram tables
+in int8 (a scale per row; taskflow/predictor.py), a third of the package's size, for the wheel's
+budget: measure it through the product before shipping it.
 
 A package with an ``ensemble`` (the accurate mode's: the fine-tuned encoders with the char CNN
 beside them) gets its ``ensemble_weights`` and ``ensemble_mixing`` (arithmetic or geometric mean) by
@@ -76,7 +92,10 @@ from .augment import NEUTRAL, SIZES, generate
 from .robustness import LABELS
 
 TRAIN_SETS = ("chnsenticorp", "online_shopping_10_cats", "waimai_10k")
-DEV = ("chnsenticorp", "dev.tsv")
+# SMP2020-EWECT's two Weibo sets, read as polarity (read_smp2020).
+SOCIAL_SETS = ("usual", "virus")
+SOCIAL_ROOT = "smp2020_ewect"
+NORMALIZATION_DEFAULT = ("social", *NORMALIZATION)
 REPORT = [
     ("chnsenticorp_dev", "chnsenticorp/dev.tsv"),
     ("chnsenticorp_test", "chnsenticorp/test.tsv"),
@@ -89,11 +108,52 @@ REPORT = [
 DEFAULT_AUGMENT = ("invariance", "negation", "contrast", "slang")
 # Calibration: fitted on dev, and reported on dev and (held out) test.
 CALIBRATION_SPLITS = (("chnsenticorp_dev", "chnsenticorp/dev.tsv"), ("chnsenticorp_test", "chnsenticorp/test.tsv"))
-# What an ensemble's weights are chosen on: every dev split, pooled.
-ENSEMBLE_SELECTION = ("chnsenticorp/dev.tsv", "online_shopping_10_cats/dev.tsv", "waimai_10k/dev.tsv")
+# What an ensemble's weights are chosen on: every dev split, reviews and Weibo posts, each counting alike.
+ENSEMBLE_SELECTION = ("chnsenticorp/dev.tsv", "online_shopping_10_cats/dev.tsv", "waimai_10k/dev.tsv",
+                      "smp2020_ewect/usual/dev.tsv", "smp2020_ewect/virus/dev.tsv")
 ECE_BINS = 15   # equal-width confidence bins (Guo et al., On Calibration of Modern Neural Networks, 2017)
 # How pretraining/vectors.py normalises its texts (its NORMALIZATION), for a vectors.npz without its vectors.json.
 VECTORS_NORMALIZATION = ("t2s", "width", "lower", "space")
+
+
+def read_split(data: Path, rel: str, *, neutral: bool = False) -> tuple[list[str], list[int]]:
+    """A labelled split under ``data``: a review TSV (0/1 labels), or an SMP2020 file as polar rows
+    (with ``neutral``, its neutral rows too, labelled NEUTRAL_INDEX)."""
+    if not rel.startswith(SOCIAL_ROOT + "/"):
+        return read_tsv(data / rel)
+    texts, labels = read_smp2020(data / rel, neutral=neutral)
+    return texts, [NEUTRAL_INDEX if y == NEUTRAL_LABEL else y for y in labels]
+
+
+def social_files(sets: list[str], split: str) -> list[str]:
+    return [f"{SOCIAL_ROOT}/{name}/{split}.tsv" for name in sets]
+
+
+class DevSplits:
+    """The dev splits every choice is made on, read once: a network's probabilities over all their
+    texts, and the mean of the splits' accuracies (each split counts alike, so the 5,316 texts of
+    online_shopping do not outvote the 1,200 of ChnSentiCorp)."""
+
+    def __init__(self, data: Path, rels: list[str], *, neutral: bool = False):
+        self.rels, self.texts, self.labels, self.bounds = list(rels), [], [], [0]
+        for rel in rels:
+            texts, labels = read_split(data, rel, neutral=neutral)
+            self.texts += texts
+            self.labels += labels
+            self.bounds.append(len(self.texts))
+        self.labels = np.array(self.labels)
+
+    def accuracies(self, probs: np.ndarray) -> dict[str, float]:
+        right = probs.argmax(1) == self.labels
+        return {rel: float(right[a:b].mean()) for rel, a, b in zip(self.rels, self.bounds, self.bounds[1:])}
+
+    def score(self, probs: np.ndarray) -> float:
+        return float(np.mean(list(self.accuracies(probs).values())))
+
+
+def selection_splits(train_sets: list[str], social_sets: list[str]) -> list[str]:
+    """The dev splits of what a model trains on: each review set's and each SMP2020 set's."""
+    return [f"{name}/dev.tsv" for name in train_sets] + social_files(social_sets, "dev")
 
 
 def read_tsv(path: Path) -> tuple[list[str], list[int]]:
@@ -124,7 +184,13 @@ def parse_args(argv):
     p = recipe_parser("sentiment_analysis", __doc__, name="char_cnn", out="", data_required=True,
                       data="folder holding chnsenticorp/, online_shopping_10_cats/, waimai_10k/")
     p.prog = "python -m recipes.sentiment_analysis.train"
-    p.add_argument("--train-sets", default=",".join(TRAIN_SETS))
+    p.add_argument("--train-sets", default=",".join(TRAIN_SETS), help="review sets (default: %(default)s)")
+    p.add_argument("--social-sets",
+                   help=f"SMP2020-EWECT sets under {SOCIAL_ROOT}/ whose polar rows are trained on too, or 'none' "
+                        f"(default: none; {','.join(SOCIAL_SETS)} with --neutral)")
+    p.add_argument("--normalization",
+                   help="how the text is read, steps of taskflow/text.py (default: "
+                        f"{','.join(NORMALIZATION_DEFAULT)} with social sets, else {','.join(NORMALIZATION)})")
     add_network_options(p, max_len=256, min_freq=2, embed_dim=128, bigram_buckets=50000, ngram_dim=64,
                         conv_channels=128, max_kernel=5, dropout=0.3, lr=2e-3, batch_size=64, epochs=4)
     p.add_argument("--chn-weight", type=int, default=2, help="count ChnSentiCorp train this many times per epoch")
@@ -150,16 +216,26 @@ def parse_args(argv):
                         "recipes.sentiment_analysis.teacher): both stages also learn them as soft targets")
     p.add_argument("--teacher-weight", type=float, default=1.0,
                    help="weight of a teacher-labelled text's loss (cross-entropy to the teacher's probabilities)")
+    p.add_argument("--neutral", action="store_true",
+                   help="train the three-label model (negative, positive, neutral) of neutral=True: SMP2020's "
+                        "neutral rows and the no_opinion statements of fact are its neutral label")
     p.add_argument("--skip-calibration", action="store_true", help="do not fit a temperature on dev after training")
     p.add_argument("--ensemble-weights", metavar="PACKAGE",
                    help="no training: choose the ensemble_weights of this package with an ensemble on the dev splits "
                         "under --data-dir, then fit its temperature (--calibrate), and write both into its manifest")
+    p.add_argument("--int8-tables", metavar="PACKAGE",
+                   help="no training: write PACKAGE again to --out with its char and bigram tables in int8")
+    p.add_argument("--at-least", metavar="PACKAGE",
+                   help="with --ensemble-weights: only weightings at least as accurate as PACKAGE (the fast model) "
+                        "on every dev split are chosen from")
     p.add_argument("--calibrate", metavar="PACKAGE",
                    help="no training: fit the temperature of this existing package on ChnSentiCorp dev "
                         "(under --data-dir) and write it into the package's manifest")
     args = p.parse_args(argv)
     if args.vectors and (args.deep_init or args.calibrate):
         p.error("--vectors starts the deep stage: not with --deep-init or --calibrate")
+    if args.int8_tables and not args.out:
+        p.error("--int8-tables writes the package again: it needs --out")
     if not args.calibrate and not args.ensemble_weights and not args.out:
         p.error("the following arguments are required: --out")
     kinds = [] if args.augment.strip() == "none" else [k.strip() for k in args.augment.split(",") if k.strip()]
@@ -176,13 +252,29 @@ def parse_args(argv):
         p.error("--teacher-labels adds to both stages' training: not with --deep-init")
     if args.augment_scale < 0:
         p.error(f"--augment-scale must be >= 0, got {args.augment_scale}")
+    sets = args.social_sets or (",".join(SOCIAL_SETS) if args.neutral else "none")
+    args.social_sets = [] if sets.strip() == "none" else [s for s in sets.split(",") if s]
+    if args.neutral and not args.social_sets:
+        p.error("--neutral learns the label from SMP2020's neutral rows: not with --social-sets none")
+    if args.neutral and "no_opinion" not in kinds:
+        kinds.append("no_opinion")   # the statements of fact are its other neutral examples
+    if args.neutral and (args.teacher_labels or args.deep_init):
+        p.error("--neutral trains both stages on three labels: not with --teacher-labels or --deep-init")
     args.augment_kinds = kinds
+    try:
+        steps = args.normalization or ",".join(NORMALIZATION_DEFAULT if args.social_sets else NORMALIZATION)
+        args.normalizer = Normalizer([step for step in steps.split(",") if step])
+    except ValueError as exc:
+        p.error(f"--normalization: {exc}")
     return args
 
 
 # Labels of training rows that are not a gold label: a no_opinion sentence (trained towards equal
 # probabilities) and a teacher-labelled text (trained towards the teacher's probabilities).
 NEUTRAL_LABEL, TEACHER_LABEL = -1, -2
+# The three-label model's labels (--neutral): the two of the review files, then neutral.
+NEUTRAL_INDEX = 2
+THREE_LABELS = (*LABELS, NEUTRAL)
 
 
 def is_wide(name: str) -> bool:
@@ -251,16 +343,20 @@ def _init_scale(layer) -> float:
 
 
 def targets(labels: np.ndarray, neutral_weight: float, teacher: np.ndarray | None = None,
-            teacher_weight: float = 1.0) -> np.ndarray:
+            teacher_weight: float = 1.0, num_labels: int = 2) -> np.ndarray:
     """Per text, the weights of -log p(negative), -log p(positive) in its loss: the gold label's
     one-hot; for a no_opinion sentence (label -1), ``neutral_weight`` times equal halves (the
-    cross-entropy to the uniform distribution, least where both probabilities are 0.5); for a
-    teacher-labelled text (label -2), ``teacher_weight`` times the teacher's probabilities (its
-    ``teacher`` entry is p(positive); the cross-entropy to them, least where the model agrees)."""
-    out = np.zeros((len(labels), 2), dtype="float32")
+    cross-entropy to the uniform distribution, least where both probabilities are 0.5), or, with
+    ``num_labels`` 3, the one-hot of the third label, neutral; for a teacher-labelled text (label
+    -2), ``teacher_weight`` times the teacher's probabilities (its ``teacher`` entry is
+    p(positive); the cross-entropy to them, least where the model agrees)."""
+    out = np.zeros((len(labels), num_labels), dtype="float32")
     known = labels >= 0
     out[np.flatnonzero(known), labels[known]] = 1.0
-    out[labels == NEUTRAL_LABEL] = neutral_weight / 2
+    if num_labels == 3:
+        out[labels == NEUTRAL_LABEL, NEUTRAL_INDEX] = 1.0
+    else:
+        out[labels == NEUTRAL_LABEL] = neutral_weight / 2
     taught = labels == TEACHER_LABEL
     if taught.any():
         positive = np.asarray(teacher, dtype="float32")[taught]
@@ -351,10 +447,21 @@ def train_deep(net, chars: Chars, train_ids, train_t, rows: list[int], dev, args
     schedule = Schedule(lr=args.lr, steps_per_epoch=steps_per_epoch, epochs=args.epochs,
                         warmup=max(1, steps_per_epoch * args.epochs // 10), floor=0.05)
     run = fit(net, lambda: length_batches(lengths, args.batch_size, rng, rows), loss_of,
-              lambda: {"dev": chars.accuracy(net.deep_probs, *dev)}, schedule=schedule, select="dev",
+              lambda: dev_report(dev, chars.predict(net.deep_probs, dev.texts)), schedule=schedule, select="dev",
               optimizer="AdamW", parameters=[p for n, p in net.named_parameters() if not is_wide(n)],
               keep=lambda name: not is_wide(name), average=args.average_weights, description="deep")
     return run.history
+
+
+def dev_report(dev: DevSplits, probs: np.ndarray) -> dict:
+    """An epoch's figures: ``dev``, the mean the choice is made on, and each split's accuracy."""
+    return {"dev": dev.score(probs), "dev_splits": {rel: round(a, 4) for rel, a in dev.accuracies(probs).items()}}
+
+
+def macro_f1(chars: Chars, net, texts: list[str], labels) -> float:
+    from sklearn.metrics import f1_score
+
+    return float(f1_score(labels, chars.predict(net, texts).argmax(1), average="macro"))
 
 
 def train_wide(net, chars: Chars, train_ids, train_t, dev, args, rng) -> tuple[list[dict], float]:
@@ -364,17 +471,15 @@ def train_wide(net, chars: Chars, train_ids, train_t, dev, args, rng) -> tuple[l
     import paddle.nn.functional as F
 
     net.eval()
-    dev_texts, dev_y = dev[0], np.array(dev[1])
-    deep_dev = chars.predict(net.deep_probs, dev_texts)
+    deep_dev = chars.predict(net.deep_probs, dev.texts)
     wide_rows = [ids[: args.max_len] for ids in train_ids]
 
     def evaluate():
-        wide_dev = chars.predict(lambda x: F.softmax(net.wide_logits(x), axis=-1), dev_texts)
-        mixed = {m: float(((m * deep_dev + (1 - m) * wide_dev).argmax(1) == dev_y).mean())
-                 for m in (0.2, 0.3, 0.4, 0.5, 0.6)}
+        wide_dev = chars.predict(lambda x: F.softmax(net.wide_logits(x), axis=-1), dev.texts)
+        mixed = {m: dev.score(m * deep_dev + (1 - m) * wide_dev) for m in (0.2, 0.3, 0.4, 0.5, 0.6)}
         mix = max(mixed, key=mixed.get)
-        return {"wide_only_dev": float((wide_dev.argmax(1) == dev_y).mean()),
-                "mixed_dev": {str(m): round(a, 4) for m, a in mixed.items()}, "dev": mixed[mix], "deep_weight": mix}
+        return {**dev_report(dev, mix * deep_dev + (1 - mix) * wide_dev), "wide_only_dev": dev.score(wide_dev),
+                "mixed_dev": {str(m): round(a, 4) for m, a in mixed.items()}, "deep_weight": mix}
 
     def loss_of(batch):
         logits = net.wide_logits(paddle.to_tensor(chars.pad([wide_rows[i] for i in batch])))
@@ -415,11 +520,13 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     if args.ensemble_weights:
-        tuned = tune_ensemble_weights(args.ensemble_weights, Path(args.data_dir))
+        tuned = tune_ensemble_weights(args.ensemble_weights, Path(args.data_dir), at_least=args.at_least)
         log(f"ensemble_weights {tuned['ensemble_weights']} ({tuned['ensemble_mixing']} mean) written into "
             f"{args.ensemble_weights}/manifest.json: "
             f"dev accuracy {tuned['ensemble_weights_tuning']['accuracy']}")
         args.calibrate = args.ensemble_weights   # the temperature of the new mix
+    if args.int8_tables:
+        return int8_tables(args)
     if args.calibrate:
         record = calibrate_package(args.calibrate, Path(args.data_dir))
         log(f"temperature {record['temperature']} written into {args.calibrate}/manifest.json: {record['figures']}")
@@ -437,13 +544,22 @@ def main(argv=None) -> int:
         texts += t
         labels += y
     chn_rows = len(read_tsv(data / "chnsenticorp" / "train.tsv")[0]) if sets[0] == "chnsenticorp" else 0
+    review_rows = len(texts)
+    for rel in social_files(args.social_sets, "train"):
+        t, y = read_smp2020(data / rel, neutral=args.neutral)
+        texts += t
+        labels += y
     real_rows = len(texts)
     statements = read_statements(args.neutral_text, round(SIZES["no_opinion_real"] * args.augment_scale))
     # After the real rows, so that ChnSentiCorp stays rows [0, chn_rows).
-    extra_texts, extra_labels, augmentation = augmented(texts, labels, args.augment_kinds, seed=args.seed,
+    # Generated from the polar rows (an SMP2020 neutral row has no polarity to negate or contrast).
+    polar = [i for i, y in enumerate(labels) if y >= 0]
+    extra_texts, extra_labels, augmentation = augmented([texts[i] for i in polar], [labels[i] for i in polar],
+                                                        args.augment_kinds, seed=args.seed,
                                                         scale=args.augment_scale, statements=statements)
     if augmentation and "no_opinion" in args.augment_kinds:
-        augmentation["no_opinion"] = {"weight": args.neutral_weight, "target": "equal probabilities",
+        augmentation["no_opinion"] = {"weight": 1.0 if args.neutral else args.neutral_weight,
+                                      "target": "the label neutral" if args.neutral else "equal probabilities",
                                       "statements_from": [portable_path(p) for p in args.neutral_text],
                                       "statements_read": len(statements)}
     texts, labels = texts + extra_texts, labels + extra_labels
@@ -452,17 +568,19 @@ def main(argv=None) -> int:
     taught_texts, taught_positive, taught = read_teacher_labels(args.teacher_labels)
     teacher = [float("nan")] * len(texts) + taught_positive
     texts, labels = texts + taught_texts, labels + [TEACHER_LABEL] * len(taught_texts)
-    dev = read_tsv(data.joinpath(*DEV))
+    dev = DevSplits(data, selection_splits(sets, args.social_sets), neutral=args.neutral)
+    labels_out = list(THREE_LABELS if args.neutral else LABELS)
     if args.deep_init:
         vocab = Path(args.deep_init, "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
     else:
-        vocab = build_vocab(texts, args.min_freq)
-    chars = Chars(vocab, args.max_len)
+        vocab = build_vocab(texts, args.min_freq, args.normalizer)
+    chars = Chars(vocab, args.max_len, len(labels_out), normalizer=args.normalizer)
 
-    architecture = network_architecture(args, vocab, 2, args.wide_buckets)
+    architecture = network_architecture(args, vocab, len(labels_out), args.wide_buckets)
     net = SentimentNet(**architecture)
     train_ids = [chars.encode(t)[: 100_000] for t in texts]
-    train_t = targets(np.array(labels, dtype="int64"), args.neutral_weight, np.array(teacher), args.teacher_weight)
+    train_t = targets(np.array(labels, dtype="int64"), args.neutral_weight, np.array(teacher), args.teacher_weight,
+                      len(labels_out))
     pretrained = start_from_vectors(net, args.vectors, vocab, args.seed) if args.vectors else None
     if args.deep_init:
         history = {"deep": load_deep(net, args.deep_init)}
@@ -476,22 +594,32 @@ def main(argv=None) -> int:
         # Embedding tables (including the wide n-gram tables) are stored as float16; the report is on those.
         draft.ship_weights(net, float16=lambda name: "emb" in name or is_wide(name) and "bias" not in name)
         (draft / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-        metrics = {key: round(chars.accuracy(net, *read_tsv(data / rel)), 4) for key, rel in REPORT}
+        report = REPORT + [(rel[:-len(".tsv")].replace("/", "_"), rel) for split in ("dev", "test")
+                           for rel in social_files(args.social_sets, split)]
+        metrics = {key: round(chars.accuracy(net, *read_split(data, rel, neutral=args.neutral)), 4)
+                   for key, rel in report}
+        if args.neutral:
+            metrics["three_way_macro_f1"] = {rel: round(macro_f1(chars, net, *read_split(data, rel, neutral=True)), 4)
+                                             for rel in social_files(args.social_sets, "test")}
         log(f"metrics {metrics}")
         draft.write({
             "description": "char CNN + hashed n-gram bag (deep) mixed with a linear hashed char 1-3-gram model (wide)",
             "architecture": {"type": "sentiment_cnn", **architecture},
-            "labels": ["negative", "positive"],
+            "labels": labels_out,
             "max_length": args.max_len,
-            "normalization": list(NORMALIZATION),
+            "normalization": list(args.normalizer.steps),
             "training": {
-                "train_files": [f"{s}/train.tsv" for s in sets],
-                "examples": {"real": real_rows, "generated": len(extra_texts), "teacher": len(taught_texts)},
+                "train_files": [f"{s}/train.tsv" for s in sets] + social_files(args.social_sets, "train"),
+                **({"social_rows": "SMP2020-EWECT read as polarity: happy positive; angry, sad, fear negative; "
+                                   "neutral and surprise left out"} if args.social_sets else {}),
+                "examples": {"real": real_rows, "reviews": review_rows, "social": real_rows - review_rows,
+                             "generated": len(extra_texts), "teacher": len(taught_texts)},
                 "augmentation": augmentation,
                 **({"teacher_labels": {"weight": args.teacher_weight, "files": taught,
                                        "target": "the teacher's probabilities (cross-entropy)"}} if taught else {}),
                 **({"pretrained_embeddings": pretrained} if pretrained else {}),
-                "selection": "ChnSentiCorp dev: deep epoch, wide epoch and deep_weight",
+                "selection": {"splits": dev.rels, "score": "mean of the splits' accuracies",
+                              "chooses": "deep epoch, wide epoch and deep_weight"},
                 "chn_weight": args.chn_weight, "epochs": args.epochs, "wide_epochs": args.wide_epochs,
                 "seed": args.seed, "history": history,
                 "command": "python -m recipes.sentiment_analysis.train " + " ".join(argv),
@@ -503,6 +631,35 @@ def main(argv=None) -> int:
     if not args.skip_calibration:
         record = calibrate_package(args.out, data)
         log(f"temperature {record['temperature']}: {record['figures']}")
+    return 0
+
+
+def int8_tables(args) -> int:
+    """``--int8-tables PACKAGE``: the package's network stored again with its char and bigram
+    embedding tables in int8 (``_emb.`` names), the rest as it was; the manifest is kept (name,
+    version, temperature) and says where the weights came from.  Its metrics are the stored
+    network's: measure the new one through the product before shipping it."""
+    import shutil
+
+    from taskflow.packages import MANIFEST, Manifest
+    from taskflow.predictor import load_weights
+    from taskflow.tasks.text_classification.model import SentimentNet
+
+    source = Path(args.int8_tables)
+    manifest = Manifest.load(source / MANIFEST)
+    architecture = {k: v for k, v in manifest.data["architecture"].items() if k != "type"}
+    network = SentimentNet(**architecture)
+    load_weights(network, source / "weights.npz")
+    fields = {k: v for k, v in manifest.data.items() if k not in ("task", "name", "version", "files")}
+    fields["training"] = {**fields.get("training", {}), "int8_tables": {
+        "from_weights_sha256": manifest.files["weights.npz"]["sha256"], "tables": "char_emb, bigram_emb",
+        "note": "stored again with --int8-tables; metrics above are from the weights before"}}
+    with PackageDraft(args, "sentiment_analysis") as draft:
+        draft.identity.update(name=manifest.name, version=manifest.version)
+        draft.ship_weights(network, float16=lambda name: is_wide(name) and "bias" not in name,
+                           int8=lambda name: "_emb." in name)
+        shutil.copyfile(source / "vocab.txt", draft / "vocab.txt")
+        draft.write(fields)
     return 0
 
 
@@ -558,28 +715,21 @@ def package_probabilities(package: str | Path, texts: list[str]) -> np.ndarray:
     from taskflow import Taskflow
 
     flow = Taskflow("sentiment_analysis", task_path=str(package), return_all_scores=True, offline=True)
-    if list(flow.task.labels) != list(LABELS):
-        raise ValueError(f"{package}: calibration needs the labels {list(LABELS)}, the package has {flow.task.labels}")
+    if list(flow.task.labels)[:2] != list(LABELS):
+        raise ValueError(f"{package}: calibration needs the labels {list(LABELS)} first, the package has "
+                         f"{flow.task.labels}")
     flow.task.temperature = None   # fit on the mix itself, also when the package has a temperature already
-    return np.array([[r["scores"][label] for label in LABELS] for r in flow(texts)])
+    return np.array([[r["scores"][label] for label in flow.task.labels] for r in flow(texts)])
 
 
-def tune_ensemble_weights(package: str | Path, data: Path, step: float = 0.1) -> dict:
-    """Choose the ``ensemble_weights`` and ``ensemble_mixing`` of ``package`` (a package with an
-    ``ensemble``): every weighting of :func:`taskflow.training.simplex_grid`, mixed each way of
-    ``MIXINGS``, scored by accuracy on the dev splits (``ENSEMBLE_SELECTION``) pooled; ties go to the
-    first (arithmetic before geometric, then the package's own network weighted least).  Each
-    network runs once and the mixes are recomputed.  Writes the choice and the grids' figures
-    (``ensemble_weights_tuning``) into the manifest and returns them."""
+def network_probabilities(package: str | Path, texts: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Each network's probabilities for ``texts`` through the product, unmixed: ``[texts, networks,
+    labels]``, and the networks' names (the package's own first)."""
     from taskflow import Taskflow
-    from taskflow.ensemble import MIXINGS, mix
-    from taskflow.training import simplex_grid
 
     task = Taskflow("sentiment_analysis", task_path=str(package), offline=True).task
-    if len(task.networks) < 2:
-        raise ValueError(f"{package} names no ensemble: nothing to weight")
     if list(task.labels) != list(LABELS):
-        raise ValueError(f"{package}: the tuning needs the labels {list(LABELS)}, the package has {task.labels}")
+        raise ValueError(f"{package}: needs the labels {list(LABELS)}, the package has {task.labels}")
 
     class EachNetwork(type(task)):
         """The task up to mixing: each text's [networks, labels] probabilities."""
@@ -588,22 +738,50 @@ def tune_ensemble_weights(package: str | Path, data: Path, step: float = 0.1) ->
             return self.network_probabilities(results, units)
 
     per_network = EachNetwork(task.model, batch_size=task.batch_size)
-    texts, labels = [], []
-    for rel in ENSEMBLE_SELECTION:
-        t, y = read_tsv(data / rel)
-        texts, labels = texts + t, labels + y
     probs = np.array(per_network.run_items([per_network.check_item(t, i) for i, t in enumerate(texts)]))
+    return probs, [network.model.name for network in task.networks]
+
+
+def tune_ensemble_weights(package: str | Path, data: Path, step: float = 0.1, at_least: str | Path | None = None) -> dict:
+    """Choose the ``ensemble_weights`` and ``ensemble_mixing`` of ``package`` (a package with an
+    ``ensemble``): every weighting of :func:`taskflow.training.simplex_grid`, mixed each way of
+    ``MIXINGS``, scored by the mean accuracy of the dev splits (``ENSEMBLE_SELECTION``); ties go to the
+    first (arithmetic before geometric, then the package's own network weighted least).  With
+    ``at_least`` (a package: the fast model), only weightings at least as accurate as it on every
+    dev split count, so the accurate mode never loses a split to the fast one.  Each network runs
+    once and the mixes are recomputed.  Writes the choice and the grids' figures
+    (``ensemble_weights_tuning``) into the manifest and returns them."""
+    from taskflow.ensemble import MIXINGS, mix
+    from taskflow.training import simplex_grid
+
+    dev = DevSplits(data, ENSEMBLE_SELECTION)
+    probs, names = network_probabilities(package, dev.texts)
+    if len(names) < 2:
+        raise ValueError(f"{package} names no ensemble: nothing to weight")
     by_network = probs.transpose(1, 0, 2)                                       # [networks, texts, labels]
-    gold = np.array(labels)
-    grids = {mixing: [[*(round(w, 4) for w in weights),
-                       round(float((mix(by_network, weights, mixing).argmax(-1) == gold).mean()), 4)]
-                      for weights in simplex_grid(len(task.networks), step)] for mixing in MIXINGS}
-    mixing, best = max(((m, row) for m in MIXINGS for row in grids[m]), key=lambda pair: pair[1][-1])  # first of equals
-    alone = {network.model.name: round(float((probs[:, k].argmax(-1) == gold).mean()), 4)
-             for k, network in enumerate(task.networks)}
+    grids, floor, allowed = {}, None, set()
+    if at_least:
+        floor = dev.accuracies(network_probabilities(at_least, dev.texts)[0][:, 0])
+    for mixing in MIXINGS:
+        grids[mixing] = []
+        for weights in simplex_grid(len(names), step):
+            mixed = mix(by_network, weights, mixing)
+            row = [*(round(w, 4) for w in weights), round(dev.score(mixed), 4)]
+            grids[mixing].append(row)
+            if floor is None or all(a >= floor[rel] for rel, a in dev.accuracies(mixed).items()):
+                allowed.add((mixing, tuple(row)))
+    if not allowed:
+        raise ValueError(f"no weighting of {package} is at least as accurate as {at_least} on every dev split")
+    mixing, best = max(((m, row) for m in MIXINGS for row in grids[m] if (m, tuple(row)) in allowed),
+                       key=lambda pair: pair[1][-1])  # first of equals
+    alone = {name: round(dev.score(probs[:, k]), 4) for k, name in enumerate(names)}
     fields = {"ensemble_weights": best[:-1], "ensemble_mixing": mixing,
-              "ensemble_weights_tuning": {"accuracy": best[-1], "texts": len(texts), "files": list(ENSEMBLE_SELECTION),
+              "ensemble_weights_tuning": {"accuracy": best[-1], "score": "mean of the splits' accuracies",
+                                          "texts": len(dev.texts), "files": list(ENSEMBLE_SELECTION),
                                           "step": step, "alone": alone, "grid": grids["arithmetic"],
+                                          **({"at_least": {"package": portable_path(at_least),
+                                                           "dev": {k: round(v, 4) for k, v in floor.items()}}}
+                                             if floor else {}),
                                           "grid_geometric": grids["geometric"]}}
     update_manifest(package, fields)
     return fields

@@ -12,6 +12,10 @@ manifest has a ``temperature`` T (fitted on dev by the recipe) reports
 softmax(log p / T) of those averaged probabilities: calibrated scores, the same
 labels.
 
+``neutral=True`` runs ``char_cnn_neutral``, a char CNN with a third label, ``"neutral"``, for text
+without an opinion (announcements, facts, questions, schedules); ``return_all_scores`` then gives
+three probabilities.  The default keeps the two labels.
+
 ``mode="accurate"`` runs ``encoder_ensemble``: two fine-tunings for sentiment of the project's
 pretrained char encoder (from checkpoints of 13,000 and 23,000 steps), their probabilities mixed
 with char_cnn's (a weighted geometric mean: ``ensemble_weights`` and ``ensemble_mixing``, chosen on
@@ -28,8 +32,9 @@ import math
 import numpy as np
 
 from taskflow.ensemble import softmax
-from taskflow.errors import ManifestError
+from taskflow.errors import ManifestError, OptionError
 from taskflow.registry import register_task
+from taskflow.task import bool_option
 from taskflow.tasks.text_classification import NORMALIZATION, TextClassificationTask, encode, normalize, read_vocab
 
 __all__ = ["SentimentAnalysisTask", "encode", "normalize", "read_vocab", "temper", "NORMALIZATION"]
@@ -50,6 +55,8 @@ class SentimentAnalysisTask(TextClassificationTask):
     """Binary sentiment (negative / positive) of each text.
 
     Options:
+        neutral: a third label, ``"neutral"``, for text without an opinion (runs
+            ``char_cnn_neutral``, or a package of your own with that label).
         return_all_scores: also return ``scores``, the probability of every label.
         ensemble: with a package that names an ``ensemble``, mix its networks' probabilities
             (the default); False runs the package's own network alone.
@@ -58,10 +65,22 @@ class SentimentAnalysisTask(TextClassificationTask):
     default_model = "char_cnn"
     # accurate: two fine-tuned encoders mixed with char_cnn (reads negation and contrast; ~50x the time).
     modes = {"fast": "char_cnn", "accurate": "encoder_ensemble"}
-    label_colours = {"positive": "#bbf7d0", "negative": "#fecaca"}
+    neutral_model = "char_cnn_neutral"   # neutral=True; also the accurate mode's char CNN
+    option_models = (neutral_model,)
+    label_colours = {"positive": "#bbf7d0", "negative": "#fecaca", "neutral": "#e5e7eb"}
 
-    def __init__(self, model, **options):
+    @classmethod
+    def model_for_options(cls, model_name, options):
+        return cls.neutral_model if options.get("neutral") is True else model_name
+
+    def __init__(self, model, *, neutral: bool = False, **options):
         super().__init__(model, **options)
+        self.neutral = bool_option("neutral", neutral)
+        if self.neutral and "neutral" not in self.labels:
+            raise OptionError(f"neutral=True needs a model with the label 'neutral'; {model.name!r} has "
+                              f"{self.labels}. Leave model and mode unset (neutral=True then runs "
+                              f"{self.neutral_model!r}; the accurate mode has two labels only), or pass "
+                              "task_path= a package trained with a neutral label", "neutral")
         # The manifest's calibration temperature; None (no field) reports the mix as it is.
         self.temperature = _temperature(model.manifest)
 

@@ -53,11 +53,12 @@ register_network("sentiment_cnn", "taskflow.tasks.text_classification.model:Sent
 
 
 def encode(texts: list[str], vocab: dict[str, int], normalize=normalize) -> np.ndarray:
-    """Character ids of the normalised texts, right-padded with 0, unknown characters 1."""
-    width = max(1, max(len(t) for t in texts))
-    ids = np.zeros((len(texts), width), dtype=np.int64)
-    for row, text in enumerate(texts):
-        ids[row, : len(text)] = [vocab.get(ch, UNK) for ch in normalize(text)]
+    """Character ids of the normalised texts, right-padded with 0, unknown characters 1 (a text the
+    normalisation leaves empty, e.g. a lone emoji skin tone, is one unknown char)."""
+    rows = [[vocab.get(ch, UNK) for ch in normalize(text)] or [UNK] for text in texts]
+    ids = np.zeros((len(rows), max(map(len, rows))), dtype=np.int64)
+    for row, row_ids in enumerate(rows):
+        ids[row, : len(row_ids)] = row_ids
     return ids
 
 
@@ -118,10 +119,15 @@ class TextClassificationTask(TextTask):
         self.ensemble = Ensemble(model, ClassifierNetwork, members=bool_option("ensemble", ensemble))
         self.networks = self.ensemble.networks
         own = self.networks[0]
+        # Per network, the columns of its output that are the package's labels, in the package's order:
+        # a member may know more labels (sentiment's three-label model beside two-label encoders), and
+        # its probabilities of the package's labels, renormalised, are what it says among them.
+        self.columns = [list(range(len(own.labels)))]
         for member in self.networks[1:]:
-            if member.labels != own.labels:
+            if not set(own.labels) <= set(member.labels):
                 raise ManifestError(f"model {model.name!r}: its ensemble member {member.model.name!r} has the labels "
-                                    f"{member.labels}, not {own.labels}; an ensemble mixes the same labels")
+                                    f"{member.labels}, not all of {own.labels}; an ensemble mixes the package's labels")
+            self.columns.append([member.labels.index(label) for label in own.labels])
             if member.max_length < self.max_length:
                 raise ManifestError(f"model {model.name!r}: its ensemble member {member.model.name!r} reads "
                                     f"{member.max_length} chars, fewer than the package's {self.max_length}-char "
@@ -154,8 +160,14 @@ class TextClassificationTask(TextTask):
         return [outputs[0] for outputs in self.ensemble.run(features, self.predictors)]
 
     def postprocess(self, outputs, units):
-        """Per chunk, one row of label probabilities per network."""
-        return np.stack([np.asarray(o, dtype=np.float64) for o in outputs], axis=1).tolist()
+        """Per chunk, one row of the package's label probabilities per network."""
+        rows = []
+        for probs, columns in zip(outputs, self.columns):
+            probs = np.asarray(probs, dtype=np.float64)
+            if columns != list(range(probs.shape[1])):
+                probs = probs[:, columns] / probs[:, columns].sum(axis=1, keepdims=True)
+            rows.append(probs)
+        return np.stack(rows, axis=1).tolist()
 
     def network_probabilities(self, results, units) -> np.ndarray:
         """[networks, labels]: each network's probabilities for the text, its chunks' averaged,

@@ -117,13 +117,14 @@ def network_architecture(args, vocab: list[str], num_labels: int, wide_buckets: 
 class Chars:
     """Texts as the network's char ids, and its predictions over whole texts."""
 
-    def __init__(self, vocab: list[str], max_len: int, num_labels: int = 2):
+    def __init__(self, vocab: list[str], max_len: int, num_labels: int = 2, normalizer=normalize):
         self.ids_of = {c: i for i, c in enumerate(vocab)}
         self.max_len = max_len
         self.num_labels = num_labels
+        self.normalize = normalizer
 
     def encode(self, text: str) -> list[int]:
-        return [self.ids_of.get(c, 1) for c in normalize(text)] or [1]
+        return [self.ids_of.get(c, 1) for c in self.normalize(text)] or [1]
 
     @staticmethod
     def pad(rows) -> np.ndarray:
@@ -160,8 +161,8 @@ class Chars:
         return float((self.predict(fn, texts).argmax(1) == np.asarray(labels)).mean())
 
 
-def build_vocab(texts: list[str], min_freq: int) -> list[str]:
-    counts = Counter(ch for t in texts for ch in normalize(t))
+def build_vocab(texts: list[str], min_freq: int, normalizer=normalize) -> list[str]:
+    counts = Counter(ch for t in texts for ch in normalizer(t))
     return ["[PAD]", "[UNK]"] + [c for c, n in sorted(counts.items(), key=lambda x: (-x[1], x[0])) if n >= min_freq]
 
 
