@@ -16,10 +16,10 @@ labels.
 without an opinion (announcements, facts, questions, schedules); ``return_all_scores`` then gives
 three probabilities.  The default keeps the two labels.
 
-``mode="accurate"`` runs ``encoder_ensemble``: two fine-tunings for sentiment of the project's
-pretrained char encoder (from checkpoints of 13,000 and 23,000 steps), their probabilities mixed
-with char_cnn's (a weighted geometric mean: ``ensemble_weights`` and ``ensemble_mixing``, chosen on
-the dev splits); ``mode="fast"`` is the default char_cnn.
+``mode="accurate"`` runs ``encoder_ensemble``: a fine-tuning for sentiment of the project's
+pretrained char encoder, its probabilities mixed with char_cnn_neutral's of negative and positive
+(a weighted geometric mean: ``ensemble_weights`` and ``ensemble_mixing``, chosen on the dev splits
+of the reviews and the Weibo posts); ``mode="fast"`` is the default char_cnn.
 
 This is :mod:`taskflow.tasks.text_classification` with a bundled model whose labels are
 negative / positive (a package trained on your own file keeps your labels).
@@ -63,7 +63,8 @@ class SentimentAnalysisTask(TextClassificationTask):
     """
 
     default_model = "char_cnn"
-    # accurate: two fine-tuned encoders mixed with char_cnn (reads negation and contrast; ~50x the time).
+    # accurate: a fine-tuned encoder mixed with char_cnn_neutral (reads negation, contrast and Weibo posts;
+    # ~25x the time).
     modes = {"fast": "char_cnn", "accurate": "encoder_ensemble"}
     neutral_model = "char_cnn_neutral"   # neutral=True; also the accurate mode's char CNN
     option_models = (neutral_model,)
