@@ -279,7 +279,7 @@ def listed_models(cls) -> list[str]:
     ``"other_task/name"`` ones its default or modes run.  A package that ships only as a member of
     another's ensemble is not offered on its own (it runs inside the package that names it),
     unless the task's default, a mode or an option (``option_models``) runs that package."""
-    chosen = {cls.default_model, *cls.modes.values(), *cls.option_models}
+    chosen = {cls.default_model, *cls.modes.values(), *cls.option_models.values()}
     own = [name for name in available_models(cls.name)
            if name in chosen or f"{cls.name}/{name}" not in _ensemble_members(cls.name)]
     return own + _shared_models(cls)

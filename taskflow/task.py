@@ -79,7 +79,8 @@ class Task:
     aliases: tuple[str, ...] = ()
     default_model: str = ""       # a model name, or "other_task/name" for a model packaged under another task
     modes: dict[str, str] = {}    # mode -> model, same forms as default_model
-    option_models: tuple[str, ...] = ()   # models the task's own options run (model_for_options)
+    # A True bool option that runs another bundled model when the user names none (option -> model).
+    option_models: dict[str, str] = {}
     default_batch_size: int = 32
     input_fields: tuple[str, ...] = ("text",)  # what a file record holds (jsonl keys, csv columns)
     # A single str in gives its result itself, not a list of one (PaddleNLP's shape for word
@@ -104,9 +105,10 @@ class Task:
     @classmethod
     def model_for_options(cls, model_name: str, options: dict[str, Any]) -> str:
         """The bundled model to run when the user named none (no ``model``, ``mode`` or
-        ``task_path``): the default, unless one of the task's own options asks for another
+        ``task_path``): the default, unless an option of ``option_models`` is True
         (sentiment_analysis' ``neutral=True`` runs its three-label model)."""
-        return model_name
+        return next((model for option, model in cls.option_models.items() if options.get(option) is True),
+                    model_name)
 
     @classmethod
     def class_for(cls, package_task: str) -> type["Task"]:

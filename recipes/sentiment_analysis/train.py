@@ -759,21 +759,18 @@ def tune_ensemble_weights(package: str | Path, data: Path, step: float = 0.1, at
     if len(names) < 2:
         raise ValueError(f"{package} names no ensemble: nothing to weight")
     by_network = probs.transpose(1, 0, 2)                                       # [networks, texts, labels]
-    grids, floor, allowed = {}, None, set()
-    if at_least:
-        floor = dev.accuracies(network_probabilities(at_least, dev.texts)[0][:, 0])
+    floor = dev.accuracies(network_probabilities(at_least, dev.texts)[0][:, 0]) if at_least else None
+    grids, allowed = {}, []    # allowed: (mixing, row) of the weightings no dev split of which is under the floor
     for mixing in MIXINGS:
         grids[mixing] = []
         for weights in simplex_grid(len(names), step):
             mixed = mix(by_network, weights, mixing)
-            row = [*(round(w, 4) for w in weights), round(dev.score(mixed), 4)]
-            grids[mixing].append(row)
+            grids[mixing].append([*(round(w, 4) for w in weights), round(dev.score(mixed), 4)])
             if floor is None or all(a >= floor[rel] for rel, a in dev.accuracies(mixed).items()):
-                allowed.add((mixing, tuple(row)))
+                allowed.append((mixing, grids[mixing][-1]))
     if not allowed:
         raise ValueError(f"no weighting of {package} is at least as accurate as {at_least} on every dev split")
-    mixing, best = max(((m, row) for m in MIXINGS for row in grids[m] if (m, tuple(row)) in allowed),
-                       key=lambda pair: pair[1][-1])  # first of equals
+    mixing, best = max(allowed, key=lambda pair: pair[1][-1])  # first of equals: arithmetic, then the grid's order
     alone = {name: round(dev.score(probs[:, k]), 4) for k, name in enumerate(names)}
     fields = {"ensemble_weights": best[:-1], "ensemble_mixing": mixing,
               "ensemble_weights_tuning": {"accuracy": best[-1], "score": "mean of the splits' accuracies",

@@ -66,13 +66,9 @@ class SentimentAnalysisTask(TextClassificationTask):
     # accurate: a fine-tuned encoder mixed with char_cnn_neutral (reads negation, contrast and Weibo posts;
     # ~25x the time).
     modes = {"fast": "char_cnn", "accurate": "encoder_ensemble"}
-    neutral_model = "char_cnn_neutral"   # neutral=True; also the accurate mode's char CNN
-    option_models = (neutral_model,)
+    # neutral=True runs the three-label char CNN (also the accurate mode's char CNN).
+    option_models = {"neutral": "char_cnn_neutral"}
     label_colours = {"positive": "#bbf7d0", "negative": "#fecaca", "neutral": "#e5e7eb"}
-
-    @classmethod
-    def model_for_options(cls, model_name, options):
-        return cls.neutral_model if options.get("neutral") is True else model_name
 
     def __init__(self, model, *, neutral: bool = False, **options):
         super().__init__(model, **options)
@@ -80,7 +76,7 @@ class SentimentAnalysisTask(TextClassificationTask):
         if self.neutral and "neutral" not in self.labels:
             raise OptionError(f"neutral=True needs a model with the label 'neutral'; {model.name!r} has "
                               f"{self.labels}. Leave model and mode unset (neutral=True then runs "
-                              f"{self.neutral_model!r}; the accurate mode has two labels only), or pass "
+                              f"{self.option_models['neutral']!r}; the accurate mode has two labels only), or pass "
                               "task_path= a package trained with a neutral label", "neutral")
         # The manifest's calibration temperature; None (no field) reports the mix as it is.
         self.temperature = _temperature(model.manifest)
