@@ -44,6 +44,10 @@ def training_pairs(data: Path, training: dict):
     evaluation = {"lcqmc_held": lcqmc_held, "bq_dev": sets["bq_dev"], "lcqmc_test": sets["lcqmc_test"],
                   "bq_test": sets["bq_test"], "afqmc_dev": sets["afqmc_dev"]}
     parts = {"bq_train": sets["bq_train"], "afqmc_train": sets["afqmc_train"], "lcqmc_dev_train_part": lcqmc_train}
+    if "ocnli_contradictions" in training.get("train_files", {}):
+        from recipes.text_similarity.train import OCNLI_TRAIN, read_ocnli_contradictions
+
+        parts["ocnli_contradictions"] = read_ocnli_contradictions(data / OCNLI_TRAIN)
     for name in parts:
         parts[name], _ = drop_overlap(parts[name], *evaluation.values())
     if training.get("max_train_pairs"):
@@ -59,8 +63,9 @@ def training_pairs(data: Path, training: dict):
         held_out = [p for pairs in evaluation.values() for p in pairs]
         if any("swap_dev" in name for name in generated.get("texts_excluded", [])):
             held_out += read_generated(SWAP_DEV)
-        pairs = generated_training_pairs([p for part in parts.values() for p in part], held_out,
-                                         generated["requested"], generated["seed"])
+        pairs = generated_training_pairs([p for name, part in parts.items() if name != "ocnli_contradictions"
+                                          for p in part], held_out, generated["requested"], generated["seed"],
+                                         framed=generated.get("framed_questions", 0), kinds=generated.get("kinds"))
         parts["generated"] = [Pair(p.text1, p.text2, p.label) for p in pairs]
     expected = training.get("train_pairs", {})
     got = {k: len(v) for k, v in parts.items()}

@@ -288,6 +288,16 @@ def test_only_the_opt_in_no_opinion_kind_adds_texts_without_a_label():
     assert set(all_labels) == {-1, 0, 1}
 
 
+def test_balance_social_gives_each_polar_label_half_the_posts_weight():
+    from recipes.sentiment_analysis.train import NEUTRAL_LABEL, balancing_weights
+
+    labels = [0, 0, 0, 1, NEUTRAL_LABEL]
+    weights = balancing_weights(labels)
+    assert weights.tolist() == pytest.approx([4 / 6, 4 / 6, 4 / 6, 2.0, 1.0])
+    assert weights[:3].sum() == pytest.approx(weights[3])          # negatives and positives weigh alike
+    assert balancing_weights([1, 1]).tolist() == [1.0, 1.0]         # one label only: nothing to balance
+
+
 def test_faint_or_ambiguous_negations_are_not_generated():
     from recipes.sentiment_analysis.augment import bare_negation_sentences, negation_sentences
 

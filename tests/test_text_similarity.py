@@ -11,7 +11,7 @@ from make_tiny_models import make_tiny_similarity
 from recipes.text_similarity.data import drop_overlap, split_lcqmc_dev
 from taskflow import Taskflow
 from taskflow.cli import main
-from taskflow.errors import InputTypeError, InvalidInputError, OptionError
+from taskflow.errors import InputTypeError, InvalidInputError, ManifestError, OptionError
 from taskflow.packages import available_models
 from taskflow.tasks.text_similarity.features import Segmenter, Vocab, encode, model_text
 from taskflow.tasks.text_similarity.pairs import Pair, read_pairs
@@ -371,6 +371,35 @@ def test_numbers_entities_and_negations_change_only_where_the_meaning_changes():
         assert flip_negation(same_question, rng) is None, same_question
 
 
+def test_everyday_contrasts_change_a_verb_the_question_or_the_setting():
+    from recipes.text_similarity.augment import (CONTRAST_KINDS, KINDS, augmented_pairs, change_antonym,
+                                                 change_question, change_setting)
+
+    opposites = {change_antonym("怎么开通花呗", random.Random(s)).text2 for s in range(20)}
+    assert opposites == {"怎么关闭花呗", "怎么取消花呗"}
+    assert change_antonym("蓝牙怎么打开", random.Random(0)).text2 == "蓝牙怎么关闭"
+    assert change_antonym("外卖怎么买单", random.Random(0)) is None          # 买单 is the bill, not a purchase
+    assert change_antonym("今天天气怎么样", random.Random(0)) is None
+
+    asked = {change_question("信用卡怎么办理", random.Random(s)).text2 for s in range(30)}
+    assert asked == {"信用卡在哪里办理", "信用卡什么时候办理", "信用卡为什么办理"}
+    assert change_question("花呗怎么还不到账", random.Random(0)) is None    # 怎么 asks why here: 为什么 is the same
+    assert "如何不能借款" not in {change_question("为什么不能借款", random.Random(s)).text2 for s in range(30)}
+    assert change_question("这是为什么", random.Random(0)) is None          # nothing after it to ask about
+
+    assert change_setting("明天早上去机场", random.Random(0)).label == 0
+    days = {change_setting("周一能到账吗", random.Random(s)).text2 for s in range(60)}
+    assert "星期一能到账吗" not in days and len(days) > 5                    # 周一 and 星期一 are one day
+    assert change_setting("石家庄铁道学院学校环境怎么样", random.Random(0)) is None   # a place only after 去/到/在…
+    assert change_setting("商家怎么开通线下分期", random.Random(0)).text2 == "商家怎么开通线上分期"
+
+    questions = ["怎么开通花呗", "信用卡怎么办理", "明天早上去机场", "为什么不能借款", "花呗怎么还款"]
+    default = augmented_pairs(questions, random.Random(7), 8)
+    assert not {p.kind for p in default} - set(KINDS)                      # older recipes draw as before
+    everyday = augmented_pairs(questions, random.Random(7), 30, kinds=CONTRAST_KINDS)
+    assert {"antonym", "question", "setting"} <= {p.kind for p in everyday}
+
+
 def test_paraphrases_keep_the_meaning():
     from recipes.text_similarity.augment import GeneratedPair, edit_surface, substitute_synonym
 
@@ -500,6 +529,18 @@ def test_calibrate_tunes_the_ensemble_threshold_on_the_selection_splits(ensemble
               for pairs in splits]
     mean_accuracy = lambda t: np.mean([np.mean((s >= t) == (y > 0.5)) for s, y in scored])
     assert mean_accuracy(tuned) == max(mean_accuracy(t) for t in np.round(np.arange(0.05, 0.951, 0.01), 2))
+    # The mixed scores are calibrated (Platt scaling fitted on the same splits); the own network's are not.
+    from taskflow.tasks.text_similarity import calibrated
+
+    fitted = manifest["ensemble_calibration"]
+    assert fitted["slope"] > 0 and 0 < fitted["pairs"] <= 9 and "calibration" not in manifest
+    raw = _scores(Taskflow("text_similarity", task_path=ensemble_package)(PAIRS))
+    assert _scores(flow(PAIRS)) == pytest.approx(
+        calibrated(np.array(raw), (fitted["slope"], fitted["intercept"])).tolist(), rel=1e-6)
+    assert fitted["slope"] != 1.0 and _scores(flow(PAIRS)) != pytest.approx(raw, rel=1e-6)
+    update_manifest(package, {"ensemble_calibration": {"slope": -1, "intercept": 0}})
+    with pytest.raises(ManifestError, match="ensemble_calibration must be"):
+        Taskflow("text_similarity", task_path=package)
 
 
 # ------------------------------------------------------------------ contrast dev set

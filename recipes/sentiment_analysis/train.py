@@ -194,6 +194,9 @@ def parse_args(argv):
     add_network_options(p, max_len=256, min_freq=2, embed_dim=128, bigram_buckets=50000, ngram_dim=64,
                         conv_channels=128, max_kernel=5, dropout=0.3, lr=2e-3, batch_size=64, epochs=4)
     p.add_argument("--chn-weight", type=int, default=2, help="count ChnSentiCorp train this many times per epoch")
+    p.add_argument("--balance-social", action="store_true",
+                   help="weight each post's loss so that the posts' negatives and positives weigh the same in all "
+                        "(SMP2020's polar rows are 63%% negative, and the reviews' model then leans negative)")
     p.add_argument("--wide-buckets", type=int, default=1 << 19)
     p.add_argument("--wide-epochs", type=int, default=3)
     p.add_argument("--wide-lr", type=float, default=0.02)
@@ -361,6 +364,21 @@ def targets(labels: np.ndarray, neutral_weight: float, teacher: np.ndarray | Non
     if taught.any():
         positive = np.asarray(teacher, dtype="float32")[taught]
         out[taught] = teacher_weight * np.stack([1.0 - positive, positive], axis=1)
+    return out
+
+
+def balancing_weights(labels: list[int]) -> np.ndarray:
+    """Per row, the loss weight that makes each polar label's rows weigh half of the polar rows
+    in all (a label with fewer rows weighs more per row); other rows (neutral) weigh 1."""
+    labels = np.asarray(labels)
+    out = np.ones(len(labels), dtype="float32")
+    polar = labels >= 0
+    if len(set(labels[polar].tolist())) < 2:
+        return out                  # one label only: nothing to balance
+    for label in (0, 1):
+        rows = labels == label
+        if rows.any():
+            out[rows] = polar.sum() / (2 * rows.sum())
     return out
 
 
@@ -581,6 +599,8 @@ def main(argv=None) -> int:
     train_ids = [chars.encode(t)[: 100_000] for t in texts]
     train_t = targets(np.array(labels, dtype="int64"), args.neutral_weight, np.array(teacher), args.teacher_weight,
                       len(labels_out))
+    if args.balance_social:
+        train_t[review_rows:real_rows] *= balancing_weights(labels[review_rows:real_rows])[:, None]
     pretrained = start_from_vectors(net, args.vectors, vocab, args.seed) if args.vectors else None
     if args.deep_init:
         history = {"deep": load_deep(net, args.deep_init)}
@@ -620,7 +640,8 @@ def main(argv=None) -> int:
                 **({"pretrained_embeddings": pretrained} if pretrained else {}),
                 "selection": {"splits": dev.rels, "score": "mean of the splits' accuracies",
                               "chooses": "deep epoch, wide epoch and deep_weight"},
-                "chn_weight": args.chn_weight, "epochs": args.epochs, "wide_epochs": args.wide_epochs,
+                "chn_weight": args.chn_weight, "balance_social": args.balance_social,
+                "epochs": args.epochs, "wide_epochs": args.wide_epochs,
                 "seed": args.seed, "history": history,
                 "command": "python -m recipes.sentiment_analysis.train " + " ".join(argv),
                 "seconds": round(time.time() - started),

@@ -37,6 +37,19 @@ Hard negatives (label 0, the edit changes what is asked):
   not inside words (``功能 可能 所有 还有 但是 就是 还没有`` …) and not before a
   question word (``是什么`` → ``不是什么`` is no longer a question).
 
+The everyday contrasts (drawn when asked for by name):
+
+* ``antonym``: a verb or adjective becomes its opposite from a hand-written table
+  (``开通``/``关闭``, ``注册``/``注销``, ``提高``/``降低``, ``绑定``/``解绑``, ``转入``/``转出``,
+  ``最高``/``最低``, ``上传``/``下载`` …).
+* ``question``: the question asks about another thing: its question phrase, before the verb
+  it asks about, becomes one of another focus (manner ``如何``, place ``在哪里``, time
+  ``什么时候``, reason ``为什么``): ``信用卡怎么办理`` → ``信用卡在哪里办理``.  ``怎么`` is a
+  source only before a how-to verb (elsewhere it may mean why) and never a target.
+* ``setting``: a time of day, a week, a weekday or a place of one kind becomes another
+  (``早上``/``晚上``, ``本周``/``下周``, ``周一``/``周五``, ``机场``/``火车站``, ``国内``/``国外``);
+  ``周一`` and ``星期一`` are one day.
+
 Paraphrase positives (label 1):
 
 * ``synonym``: one phrase replaced by a true synonym from a hand-written table
@@ -77,8 +90,8 @@ from taskflow.tasks.text_similarity.features import model_text
 
 __all__ = ["GeneratedPair", "NEGATIVE_KINDS", "POSITIVE_KINDS", "KINDS", "GENERATORS", "swap_roles",
            "change_number", "change_entity", "flip_negation", "substitute_synonym", "edit_surface", "swap_symmetric",
-           "SWAP_FRAMES", "framed_questions",
-           "FRAMED_KINDS", "augmented_pairs", "generated_training_pairs", "SWAP_DEV", "read_generated", "write_generated"]
+           "SWAP_FRAMES", "framed_questions", "change_antonym", "change_question", "change_setting",
+           "FRAMED_KINDS", "CONTRAST_KINDS", "augmented_pairs", "generated_training_pairs", "SWAP_DEV", "read_generated", "write_generated"]
 
 
 class GeneratedPair(NamedTuple):
@@ -88,12 +101,15 @@ class GeneratedPair(NamedTuple):
     kind: str
 
 
-NEGATIVE_KINDS = ("swap", "number", "entity", "negation")
+NEGATIVE_KINDS = ("swap", "number", "entity", "negation", "antonym", "question", "setting")
 POSITIVE_KINDS = ("synonym", "surface", "symmetric")
-# The default draw; ``symmetric`` joins it with framed questions (generated_training_pairs), so that
-# the recipes of packages made before it still draw the same pairs from the same seed.
-KINDS = NEGATIVE_KINDS + ("synonym", "surface")
+# The default draw; ``symmetric`` joins it with framed questions (generated_training_pairs), and
+# the everyday contrasts (antonym, question, setting) are asked for by name (the recipe's
+# --kinds), so that the recipes of packages made before them still draw the same pairs from the
+# same seed.
+KINDS = ("swap", "number", "entity", "negation", "synonym", "surface")
 FRAMED_KINDS = KINDS + ("symmetric",)
+CONTRAST_KINDS = FRAMED_KINDS + ("antonym", "question", "setting")
 
 # ----------------------------------------------------------------- lexicons
 
@@ -431,6 +447,129 @@ def flip_negation(text: str, rng: random.Random) -> GeneratedPair | None:
     return _pair(text, _replace(text, start, end, new), 0, "negation")
 
 
+# Opposites: each word may become any word listed opposite it (one table, read both ways).
+ANTONYMS = (
+    ("注册", "注销"), ("开通", "关闭"), ("打开", "关闭"), ("开启", "关闭"), ("开通", "取消"), ("提高", "降低"),
+    ("调高", "调低"), ("调大", "调小"), ("增加", "减少"), ("上调", "下调"), ("升级", "降级"), ("绑定", "解绑"),
+    ("冻结", "解冻"), ("转入", "转出"), ("充值", "提现"), ("存钱", "取钱"), ("存款", "取款"), ("收款", "付款"),
+    ("借款", "还款"), ("借钱", "还钱"), ("买入", "卖出"), ("登录", "退出"), ("安装", "卸载"), ("上传", "下载"),
+    ("提前", "推迟"), ("延长", "缩短"), ("开户", "销户"), ("显示", "隐藏"), ("允许", "禁止"), ("接受", "拒绝"),
+    ("成功", "失败"), ("最高", "最低"), ("最多", "最少"), ("上涨", "下跌"), ("放大", "缩小"), ("订票", "退票"),
+    ("入住", "退房"), ("上车", "下车"), ("进站", "出站"), ("起飞", "降落"), ("开机", "关机"), ("收入", "支出"),
+    ("变高", "变低"), ("变多", "变少"), ("加入", "退出"), ("买", "卖"),
+)
+_ANTONYM_OF: dict[str, tuple[str, ...]] = {}
+for _a, _b in ANTONYMS:
+    _ANTONYM_OF[_a] = _ANTONYM_OF.get(_a, ()) + (_b,)
+    _ANTONYM_OF[_b] = _ANTONYM_OF.get(_b, ()) + (_a,)
+_ANTONYM_WORDS = _compile(_ANTONYM_OF)
+# 买 and 卖 only as verbs on their own: not in 买单 (the bill), 购买/买卖/卖家 (other words).
+_NOT_A_BUY = re.compile("买单|买卖|卖家|买家|购买|出卖|拍卖|贩卖|卖场|外卖|团购买")
+
+
+def change_antonym(text: str, rng: random.Random) -> GeneratedPair | None:
+    """A word becomes its opposite (label 0).
+
+    >>> change_antonym("怎么开通花呗", random.Random(0)).text2
+    '怎么取消花呗'
+    """
+    buy_blocked = [(m.start(), m.end()) for m in _NOT_A_BUY.finditer(text)]
+    candidates = [m for m in _tokens(text, _ANTONYM_WORDS)
+                  if not (len(m.group()) == 1 and any(s <= m.start() < e for s, e in buy_blocked))]
+    if not candidates:
+        return None
+    match = rng.choice(candidates)
+    others = [w for w in _ANTONYM_OF[match.group()] if w not in text]
+    if not others:
+        return None
+    return _pair(text, _replace(text, match.start(), match.end(), rng.choice(others)), 0, "antonym")
+
+
+# What a question asks about: a phrase of one focus replaced by the first phrase of another asks
+# another thing.  Only these four foci trade places: each stands before the verb it asks about
+# (怎么办理 / 在哪里办理 / 什么时候办理 / 为什么办理); price, person and duration phrases do not
+# (为什么我钱借不出来 with 多少钱 is no question), and 多久到账 asks what 什么时候到账 asks.
+QUESTION_FOCUS = {
+    "manner": ("如何", "怎样", "怎么"),
+    "place": ("在哪里", "在哪儿", "在哪"),
+    "time": ("什么时候", "何时"),
+    "reason": ("为什么", "为何", "为啥"),
+}
+_FOCUS_OF = {phrase: focus for focus, phrases in QUESTION_FOCUS.items() for phrase in phrases}
+_FOCUS_PHRASES = _compile(_FOCUS_OF)
+
+
+def change_question(text: str, rng: random.Random) -> GeneratedPair | None:
+    """The question phrase becomes one of another focus (label 0): what is asked changes.
+
+    >>> change_question("信用卡怎么办理", random.Random(0)).text2
+    '信用卡什么时候办理'
+    """
+    candidates = []
+    for match in _tokens(text, _FOCUS_PHRASES):
+        phrase, after = match.group(), text[match.end():]
+        if phrase == "怎么" and (not after.startswith(_HOW_TO_VERBS) or re.search("了|这么|那么", after)):
+            continue            # 怎么还不到账 asks why: 为什么 would be a synonym
+        if not after or not "\u4e00" <= after[0] <= "\u9fff":
+            continue            # 是为什么？ / 在哪里: no verb after it to ask another thing about
+        focus = _FOCUS_OF[phrase]
+        targets = [phrases[0] for f, phrases in QUESTION_FOCUS.items() if f != focus]
+        if after.startswith(("不", "没")):
+            targets = [t for t in targets if t != "如何"]        # 如何不能 asks nothing
+        candidates += [(match, t) for t in targets]
+    if not candidates:
+        return None
+    match, new = rng.choice(candidates)
+    return _pair(text, _replace(text, match.start(), match.end(), new), 0, "question")
+
+
+# Times and places of one kind; a word may become another of its class (the same day under two
+# names, 周一 / 星期一, is one: SAME_SETTING).
+SETTING_CLASSES = {
+    "part_of_day": ("早上", "上午", "中午", "下午", "晚上", "凌晨", "半夜"),
+    "week": ("本周", "下周", "上周"),
+    "weekday": ("周一", "周二", "周三", "周四", "周五", "周六", "周日", "星期一", "星期二", "星期三", "星期四",
+                "星期五", "星期六", "星期天", "星期日"),
+    "month_part": ("月初", "月中", "月底"),
+    "place": ("机场", "火车站", "高铁站", "汽车站", "地铁站", "医院", "酒店", "学校", "公司", "超市", "商场", "公园",
+              "银行网点", "营业厅"),
+    "scope": ("国内", "国外"),
+    "border": ("境内", "境外"),
+    "channel": ("线上", "线下"),
+    "province": ("省内", "省外"),
+}
+# A place word counts only after one of these (去机场, 在医院, 到火车站).
+_TO_A_PLACE = ("去", "到", "在", "从", "回", "离", "往", "进")
+_SETTING_OF = {w: cls for cls, words in SETTING_CLASSES.items() for w in words}
+_SETTINGS = _compile(_SETTING_OF)
+
+
+def _same_setting(a: str, b: str) -> bool:
+    day = {"星期天": "周日", "星期日": "周日"}
+    a, b = day.get(a, a.replace("星期", "周")), day.get(b, b.replace("星期", "周"))
+    return a == b
+
+
+def change_setting(text: str, rng: random.Random) -> GeneratedPair | None:
+    """A time of day, week, weekday or place becomes another of its class (label 0).
+
+    >>> change_setting("明天早上去机场", random.Random(0)).text2
+    '明天早上去营业厅'
+    """
+    candidates = []
+    for match in _tokens(text, _SETTINGS):
+        word = match.group()
+        if _SETTING_OF[word] == "place" and not text[:match.start()].endswith(_TO_A_PLACE):
+            continue            # 专科学校, 劳务公司: part of a name, not a place one goes to
+        others = [w for w in SETTING_CLASSES[_SETTING_OF[word]] if w not in text and not _same_setting(w, word)]
+        if others:
+            candidates.append((match, others))
+    if not candidates:
+        return None
+    match, others = rng.choice(candidates)
+    return _pair(text, _replace(text, match.start(), match.end(), rng.choice(others)), 0, "setting")
+
+
 # -------------------------------------------------------------- positives
 
 # Groups of phrases that mean the same here; each may replace any other of its group.
@@ -577,6 +716,7 @@ def edit_surface(text: str, rng: random.Random) -> GeneratedPair | None:
 GENERATORS: dict[str, Callable[[str, random.Random], GeneratedPair | None]] = {
     "swap": swap_roles, "number": change_number, "entity": change_entity, "negation": flip_negation,
     "synonym": substitute_synonym, "surface": edit_surface, "symmetric": swap_symmetric,
+    "antonym": change_antonym, "question": change_question, "setting": change_setting,
 }
 
 
@@ -681,18 +821,20 @@ SWAP_DEV = Path(__file__).parent / "dev" / "swap_dev.tsv"
 
 
 def generated_training_pairs(training: Iterable[tuple[str, str, int]], held_out: Iterable[tuple[str, str, int]],
-                             count: int, seed: int, framed: int = 0) -> list[GeneratedPair]:
+                             count: int, seed: int, framed: int = 0,
+                             kinds: Sequence[str] | None = None) -> list[GeneratedPair]:
     """What the recipe's ``--hard-negatives`` adds: ``count`` pairs generated from the texts of the
     ``training`` pairs, half hard negatives and half paraphrases, with no text of a ``held_out``
     pair (selection, report and swap-dev pairs), drawn with ``random.Random(seed)``.  With
     ``framed`` (``--framed-questions``), that many :func:`framed_questions` join the texts and the
-    ``symmetric`` kind joins the draw."""
+    ``symmetric`` kind joins the draw; ``kinds`` (``--kinds``) names the kinds drawn instead."""
     exclude = {model_text(t) for pair in held_out for t in pair[:2]}
     questions = [t for pair in training for t in pair[:2]]
     if framed:
         questions += framed_questions(framed, random.Random(seed + 1))
-    return augmented_pairs(questions, random.Random(seed), count, kinds=FRAMED_KINDS if framed else KINDS,
-                           exclude=exclude)
+    if kinds is None:
+        kinds = FRAMED_KINDS if framed else KINDS
+    return augmented_pairs(questions, random.Random(seed), count, kinds=kinds, exclude=exclude)
 
 
 FIELDS = ("text_a", "text_b", "label", "kind")

@@ -22,6 +22,10 @@ after normalisation) are dropped.  Nothing is trained on a test split.
 ``augment.py`` (half hard negatives: swapped roles, changed numbers, entities,
 negations; half paraphrases: synonyms, polite prefixes, particles), none with
 a text of a selection or report split or of ``dev/swap_dev.tsv``.  Off by default.
+``--kinds`` names the kinds drawn; ``augment.CONTRAST_KINDS`` adds the everyday contrasts
+(opposite verbs, another question focus, another time of day or place).  ``--ocnli`` adds OCNLI
+train's contradictions as label-0 pairs (an entailed hypothesis is not a paraphrase: the
+entailments and neutrals stay out).
 
 ``--minutes`` is a wall-clock budget: after a few steps the recipe measures
 its speed and fits the number of steps (and the learning-rate schedule) into
@@ -53,7 +57,7 @@ from taskflow.tasks.text_similarity.train import (MAX_LENGTH, Encoded, accuracy,
 from taskflow.training import (PackageDraft, fast_cpu_math, framework_versions, jieba_cut, log, portable_path,
                                recipe_parser, seed_all)
 
-from .augment import FRAMED_KINDS, KINDS, SWAP_DEV, generated_training_pairs, read_generated
+from .augment import CONTRAST_KINDS, FRAMED_KINDS, KINDS, SWAP_DEV, generated_training_pairs, read_generated
 from .data import DEFAULT_FILES, Pair, drop_overlap, read_pairs, resolve_files, split_lcqmc_dev
 
 SOURCES = {
@@ -61,6 +65,7 @@ SOURCES = {
     "afqmc": "CLUE AFQMC (Liang Xu et al., CLUE, COLING 2020; GitHub zejunwang1/bertorch data/AFQMC)",
     "lcqmc": "Xin Liu et al., LCQMC, COLING 2018 (GitHub zejunwang1/bertorch data/LCQMC dev/test)",
 }
+OCNLI_SOURCE = "Hai Hu et al., OCNLI, Findings of EMNLP 2020 (GitHub CLUEbenchmark/OCNLI train.10k), CC BY-NC 2.0"
 
 
 def parse_args(argv):
@@ -80,6 +85,13 @@ def parse_args(argv):
                         help="with --hard-negatives: N questions written around swap markers (augment.SWAP_FRAMES) "
                              "join the texts pairs are generated from, and so does the symmetric kind (swaps that "
                              "keep the meaning); 0: none")
+    parser.add_argument("--kinds", help="with --hard-negatives: the kinds of augment.py drawn, comma-separated "
+                                        f"(default: {','.join(KINDS)}, and symmetric with --framed-questions; "
+                                        f"the everyday contrasts: {','.join(CONTRAST_KINDS)})")
+    parser.add_argument("--ocnli", action="store_true",
+                        help="OCNLI train's contradictions join the training pairs as label 0 (DATA_DIR/"
+                             "ocnli/train.tsv): a hypothesis that contradicts its premise is not the same text; "
+                             "entailments and neutrals stay out (an entailed text is not a paraphrase)")
     parser.add_argument("--halve", metavar="PACKAGE",
                         help="train nothing: write PACKAGE again to --out, every weight in float16 "
                              "(--float16-weights for a package already trained), as --version")
@@ -91,10 +103,34 @@ def parse_args(argv):
         parser.error("--framed-questions N feeds the pairs --hard-negatives generates: give both")
     if args.hard_negatives < 0:
         parser.error("--hard-negatives N takes N >= 0")
+    if args.kinds:
+        if not args.hard_negatives:
+            parser.error("--kinds names what --hard-negatives generates: give both")
+        args.kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+        unknown = sorted(set(args.kinds) - set(CONTRAST_KINDS))
+        if unknown:
+            parser.error(f"--kinds: unknown {', '.join(unknown)}; known: {', '.join(CONTRAST_KINDS)}")
+    if args.ocnli and not args.data_dir:
+        parser.error("--ocnli reads DATA_DIR/ocnli/train.tsv: give --data-dir")
     return args
 
 
 # ------------------------------------------------------------------- the data
+
+OCNLI_TRAIN = "ocnli/train.tsv"
+
+
+def read_ocnli_contradictions(path: Path) -> list[Pair]:
+    """OCNLI's contradictions (premise, hypothesis) as label-0 pairs; a row without both texts is skipped."""
+    import csv
+
+    with open(path, encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+    if rows and "label" not in rows[0]:
+        raise SystemExit(f"{path}: expected the columns text_a, text_b, label (OCNLI's labels), got {list(rows[0])}")
+    return [Pair(r["text_a"], r["text_b"], 0) for r in rows
+            if r["label"] == "contradiction" and r["text_a"].strip() and r["text_b"].strip()]
+
 
 def load_pairs(args):
     """The data files; the training pairs by source (minus those in an evaluation split), how many
@@ -106,6 +142,8 @@ def load_pairs(args):
     selection = {"lcqmc_dev_held_out": lcqmc_held, "bq_dev": sets["bq_dev"]}
     report = {"lcqmc_test": sets["lcqmc_test"], "bq_test": sets["bq_test"], "afqmc_dev": sets["afqmc_dev"]}
     parts = {"bq_train": sets["bq_train"], "afqmc_train": sets["afqmc_train"], "lcqmc_dev_train_part": lcqmc_train}
+    if args.ocnli:
+        parts["ocnli_contradictions"] = read_ocnli_contradictions(Path(args.data_dir) / OCNLI_TRAIN)
     dropped = {}
     for name in parts:
         parts[name], dropped[name] = drop_overlap(parts[name], *selection.values(), *report.values())
@@ -123,12 +161,15 @@ def load_pairs(args):
         if SWAP_DEV.is_file():       # in a checkout (not in a wheel): keep its texts out too
             held_out += read_generated(SWAP_DEV)
             held_out_files.append("recipes/text_similarity/dev/swap_dev.tsv")
-        pairs = generated_training_pairs([p for part in parts.values() for p in part], held_out,
-                                         args.hard_negatives, args.seed, framed=args.framed_questions)
+        pairs = generated_training_pairs([p for name, part in parts.items() if name != "ocnli_contradictions"
+                                          for p in part], held_out,
+                                         args.hard_negatives, args.seed, framed=args.framed_questions,
+                                         kinds=args.kinds)
         parts["generated"] = [Pair(p.text1, p.text2, p.label) for p in pairs]
-        kinds = FRAMED_KINDS if args.framed_questions else KINDS
+        kinds = args.kinds or (FRAMED_KINDS if args.framed_questions else KINDS)
         generated = {"requested": args.hard_negatives, "pairs": len(pairs), "seed": args.seed,
                      **({"framed_questions": args.framed_questions} if args.framed_questions else {}),
+                     **({"kinds": list(args.kinds)} if args.kinds else {}),
                      "by_kind": {kind: sum(p.kind == kind for p in pairs) for kind in kinds},
                      "texts_excluded": held_out_files,
                      "method": "augment.generated_training_pairs over the training texts above"}
@@ -203,7 +244,8 @@ def main(argv=None) -> int:
                             if args.arch == "match" else "siamese conv bi-encoder over chars and words"),
             **package_fields(architecture, threshold),
             "training": {
-                "train_files": {k: portable_path(files[k], args.data_dir) for k in ("bq_train", "afqmc_train", "lcqmc_dev")},
+                "train_files": {**{k: portable_path(files[k], args.data_dir) for k in ("bq_train", "afqmc_train", "lcqmc_dev")},
+                                **({"ocnli_contradictions": OCNLI_TRAIN} if args.ocnli else {})},
                 "train_pairs": {k: len(v) for k, v in parts.items()},
                 "dropped_overlap_with_eval": dropped,
                 "lcqmc_dev_split": {"seed": args.seed, "held_out": args.lcqmc_held_out,
@@ -212,7 +254,7 @@ def main(argv=None) -> int:
                 "max_train_pairs": args.max_train_pairs,
                 "hard_negatives": generated,
                 "selection_splits": ["lcqmc/dev.tsv held-out part", "bq_corpus/dev.tsv"],
-                "sources": SOURCES,
+                "sources": {**SOURCES, **({"ocnli": OCNLI_SOURCE} if args.ocnli else {})},
                 "vocab": {"chars": len(vocab.char_list), "words": len(vocab.word_list), "min_char": args.min_char,
                           "min_word": args.min_word, "segmenter": "jieba 0.42 (HMM) word list, max-probability path"},
                 **({"pretrained_embeddings": pretrained} if pretrained else {}),

@@ -43,12 +43,13 @@ probabilities for both orders, so it is symmetric too.
 from __future__ import annotations
 
 import html
+import math
 from typing import NamedTuple
 
 import numpy as np
 
 from taskflow.encoder import CLASSIFIER_TYPE, CharVocab, frame
-from taskflow.errors import OptionError
+from taskflow.errors import ManifestError, OptionError
 from taskflow.model import register_network
 from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
@@ -106,6 +107,32 @@ class PairNetwork:
         half = len(same) // 2
         return (same[:half] + same[half:]) / 2
 
+def read_calibration(manifest, key: str) -> tuple[float, float] | None:
+    """The manifest's ``key`` (``{"slope": a, "intercept": b}``, fitted by the recipe's calibrate.py)
+    as ``(a, b)``; None without it."""
+    field = manifest.get(key)
+    if field is None:
+        return None
+    try:
+        slope, intercept = float(field["slope"]), float(field["intercept"])
+    except (TypeError, KeyError, ValueError):
+        slope = intercept = float("nan")
+    if not (math.isfinite(slope) and slope > 0 and math.isfinite(intercept)):
+        raise ManifestError(f"model {manifest.name!r}: {key} must be {{'slope': a positive number, 'intercept': a "
+                            f"number}}; got {field!r:.80}")
+    return slope, intercept
+
+
+def calibrated(probability: np.ndarray, calibration: tuple[float, float] | None) -> np.ndarray:
+    """Platt scaling: ``sigmoid(slope * logit(p) + intercept)``; ``p`` as it is without a calibration.
+    Monotone, so it moves the scores, not their order."""
+    if calibration is None:
+        return probability
+    slope, intercept = calibration
+    p = np.clip(np.asarray(probability, dtype=np.float64), 1e-7, 1 - 1e-7)
+    return 1.0 / (1.0 + np.exp(-(slope * np.log(p / (1 - p)) + intercept)))
+
+
 # A cross-encoder reads both texts together; a bi-encoder ("siamese") encodes each alone.
 register_network("match", "taskflow.tasks.text_similarity.model:MatchNet")
 register_network("siamese", "taskflow.tasks.text_similarity.model:SiameseNet")
@@ -148,6 +175,8 @@ class TextSimilarityTask(MultiTextTask):
         own = "ensemble_threshold" if self.members else "threshold"
         self.threshold = number_option("threshold", self.manifest.get(own, 0.5) if threshold is None
                                        else threshold, 0.0, 1.0)
+        # And their own calibration, so that a similarity of 0.5 is even odds on the dev data.
+        self.calibration = read_calibration(self.manifest, "ensemble_calibration" if self.members else "calibration")
         self.bi_encoder = model.network_type == "siamese"
         if bool_option("return_embeddings", return_embeddings) and not self.bi_encoder:
             raise OptionError(
@@ -188,7 +217,7 @@ class TextSimilarityTask(MultiTextTask):
         bi-encoder's) stay its own."""
         outputs = self.ensemble.run(features, self.predictors)
         probabilities = [network.probability(out) for network, out in zip(self.ensemble.networks, outputs)]
-        return [self.ensemble.mix(probabilities), *outputs[0][1:]]
+        return [calibrated(self.ensemble.mix(probabilities), self.calibration), *outputs[0][1:]]
 
     def postprocess(self, outputs, units):
         scores = np.asarray(outputs[0], dtype=np.float64).reshape(-1)
