@@ -543,6 +543,30 @@ def test_calibrate_tunes_the_ensemble_threshold_on_the_selection_splits(ensemble
         Taskflow("text_similarity", task_path=package)
 
 
+def test_calibrate_keep_labels_moves_the_scores_and_no_label(ensemble_package, tmp_path):
+    import shutil
+
+    from recipes.text_similarity.calibrate import main as calibrate
+    from taskflow.training import update_manifest
+
+    package = tmp_path / "pair"
+    shutil.copytree(ensemble_package, package)
+    update_manifest(package, {"training": {"lcqmc_dev_split": {"seed": 3, "held_out": 4}}})
+    rows = [(a, b, 1) for a, b in PAIRS] + [("明天天气怎么样", "这家酒店很干净", 0), ("服务太差了", "怎么修改微信密码", 0)]
+    for relative in ("lcqmc/dev.tsv", "bq_corpus/dev.tsv"):
+        (tmp_path / relative).parent.mkdir(parents=True)
+        (tmp_path / relative).write_text("text_a\ttext_b\tlabel\n" + "".join(f"{a}\t{b}\t{y}\n" for a, b, y in rows),
+                                         encoding="utf-8")
+    pairs = PAIRS + [[a, b] for a, b, _ in rows] + [["这家酒店很干净服务也很好", "服务很差"]]
+    before = Taskflow("text_similarity", task_path=package)(pairs)
+    assert calibrate(["--package", str(package), "--data-dir", str(tmp_path), "--keep-labels", "--write"]) == 0
+    after = Taskflow("text_similarity", task_path=package)(pairs)
+    assert [r["label"] for r in after] == [r["label"] for r in before]
+    assert [r["similarity"] for r in after] != pytest.approx([r["similarity"] for r in before], rel=1e-6)
+    manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["ensemble_threshold"] != 0.3 and "carried" in manifest["ensemble_threshold_tuning"]["method"]
+
+
 # ------------------------------------------------------------------ contrast dev set
 
 CONTRAST_KINDS = ("negation", "antonym", "time", "place", "number", "entity", "question", "role")

@@ -16,6 +16,10 @@ on the selection splits pooled, so that a similarity of 0.5 means even odds ther
 threshold on the calibrated scores.  Calibration is monotone: the labels at the tuned threshold
 are those of the uncalibrated scores at the matching threshold.
 
+``--keep-labels`` tunes no threshold: the package's threshold is carried onto the calibrated
+scale (``sigmoid(a * logit(t) + b)``), so every label stays what it was and only the similarities
+move, as for a package already shipped.
+
 Without ``--write`` it only prints the calibration, the threshold and the accuracies.
 """
 
@@ -109,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", required=True, help="the matching data folder (lcqmc/dev.tsv, bq_corpus/dev.tsv)")
     parser.add_argument("--own-network", action="store_true",
                         help="for a package with an ensemble: tune its own network's threshold")
+    parser.add_argument("--keep-labels", action="store_true",
+                        help="carry the package's threshold onto the calibrated scale instead of tuning one: "
+                             "the labels stay, the similarities move")
     parser.add_argument("--write", action="store_true", help="store the result in the package's manifest")
     args = parser.parse_args(argv)
     from taskflow import Taskflow
@@ -125,7 +132,18 @@ def main(argv: list[str] | None = None) -> int:
     fitted = fit_calibration(np.concatenate([s for s, _ in raw.values()]), np.concatenate([y for _, y in raw.values()]))
     calibration = (fitted["slope"], fitted["intercept"])
     scored = {name: (np.where(s >= 1.0, 1.0, calibrated(s, calibration)), y) for name, (s, y) in raw.items()}
-    tuned = tune_threshold(task, splits, scored)
+    if args.keep_labels:
+        carried = round(float(calibrated(np.array([task.threshold]), calibration)[0]), 6)
+        # The carried threshold is rounded: keep it only where every selection label stays as it was.
+        if any(((s >= carried) != (r >= task.threshold)).any() for (s, _), (r, _) in zip(scored.values(), raw.values())):
+            carried = float(calibrated(np.array([task.threshold]), calibration)[0])
+        tuned = {"threshold": carried, "method": f"the package's threshold {task.threshold} carried onto the "
+                 "calibrated scale: the labels are those of the uncalibrated scores (text_similarity.calibrate "
+                 "--keep-labels)",
+                 "selection": {name: {"pairs": len(y), "accuracy": round(float(np.mean((s >= carried) == (y > 0.5))), 4)}
+                               for name, (s, y) in scored.items()}}
+    else:
+        tuned = tune_threshold(task, splits, scored)
     print(json.dumps({calibration_key: fitted, key: tuned}, ensure_ascii=False, indent=1))
     if args.write:
         from taskflow.training import update_manifest

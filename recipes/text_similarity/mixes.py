@@ -21,7 +21,6 @@ import argparse
 import hashlib
 import json
 import sys
-from itertools import product
 from pathlib import Path
 
 import numpy as np
@@ -67,11 +66,13 @@ def network_scores(package: Path, rows: dict, cache: Path) -> dict[str, np.ndarr
 
 
 def weightings(n: int, step: float = 0.1):
-    """Every weighting of ``n`` networks in steps of ``step``, each weight > 0."""
-    units = round(1 / step)
-    for parts in product(range(1, units), repeat=n - 1):
-        if sum(parts) < units:
-            yield [p * step for p in parts] + [(units - sum(parts)) * step]
+    """The equal weighting (as a package without ``ensemble_weights`` mixes), then every weighting
+    of ``n`` networks in steps of ``step`` (``taskflow.training.simplex_grid``)."""
+    from taskflow.training import simplex_grid
+
+    grid = simplex_grid(n, step)
+    equal = tuple([1 / n] * n)
+    return ([equal] if not any(all(abs(a - b) < 1e-9 for a, b in zip(w, equal)) for w in grid) else []) + grid
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
                     p = np.stack([scores[n][split] for n in names])
                     two = np.stack([1 - p, p], axis=-1)
                     mixed[split] = np.where(identical[split], 1.0, mix(two, weights, mixing)[:, 1])
-                report(f"{spec} {mixing[:5]} {'/'.join(f'{w:.1f}' for w in weights)}", mixed)
+                report(f"{spec} {mixing[:5]} {'/'.join(f'{w:.2g}' for w in weights)}", mixed)
     return 0
 
 

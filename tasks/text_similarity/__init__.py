@@ -32,6 +32,9 @@ A package may name an ``ensemble`` of models it requires (both modes' packages d
 each network scores every pair with its own vocabulary and normalisation, and
 ``similarity`` is the mean of their probabilities, with the manifest's
 ``ensemble_threshold``; ``ensemble=False`` runs the package's own network alone.
+A package may store a calibration of that score (``ensemble_calibration``, or
+``calibration`` for its own network alone: Platt scaling fitted on held-out dev
+pairs by the recipe's calibrate.py), so that 0.5 means even odds there.
 
 A package of the project's pretrained encoder with a classification head
 (``architecture.type: transformer_classifier``, written by
