@@ -500,10 +500,11 @@ def test_ensemble_false_runs_the_package_s_own_network_and_embeddings_stay_its_o
         assert mine["embedding2"] == pytest.approx(theirs["embedding2"], rel=1e-5)
 
 
-def test_calibrate_tunes_the_ensemble_threshold_on_the_selection_splits(ensemble_package, tmp_path):
+def _calibration_case(ensemble_package, tmp_path):
+    """A copy of the ensemble package, as the recipe's calibrate.py finds one, and its selection
+    splits (LCQMC dev's held-out part and BQ dev) written under ``tmp_path``: (package, rows)."""
     import shutil
 
-    from recipes.text_similarity.calibrate import main as calibrate
     from taskflow.training import update_manifest
 
     package = tmp_path / "pair"
@@ -514,6 +515,14 @@ def test_calibrate_tunes_the_ensemble_threshold_on_the_selection_splits(ensemble
         (tmp_path / relative).parent.mkdir(parents=True)
         (tmp_path / relative).write_text("text_a\ttext_b\tlabel\n" + "".join(f"{a}\t{b}\t{y}\n" for a, b, y in rows),
                                          encoding="utf-8")
+    return package, rows
+
+
+def test_calibrate_tunes_the_ensemble_threshold_on_the_selection_splits(ensemble_package, tmp_path):
+    from recipes.text_similarity.calibrate import main as calibrate
+    from taskflow.training import update_manifest
+
+    package, rows = _calibration_case(ensemble_package, tmp_path)
     assert calibrate(["--package", str(package), "--data-dir", str(tmp_path), "--write"]) == 0
     manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
     tuned = manifest["ensemble_threshold"]
@@ -544,19 +553,9 @@ def test_calibrate_tunes_the_ensemble_threshold_on_the_selection_splits(ensemble
 
 
 def test_calibrate_keep_labels_moves_the_scores_and_no_label(ensemble_package, tmp_path):
-    import shutil
-
     from recipes.text_similarity.calibrate import main as calibrate
-    from taskflow.training import update_manifest
 
-    package = tmp_path / "pair"
-    shutil.copytree(ensemble_package, package)
-    update_manifest(package, {"training": {"lcqmc_dev_split": {"seed": 3, "held_out": 4}}})
-    rows = [(a, b, 1) for a, b in PAIRS] + [("明天天气怎么样", "这家酒店很干净", 0), ("服务太差了", "怎么修改微信密码", 0)]
-    for relative in ("lcqmc/dev.tsv", "bq_corpus/dev.tsv"):
-        (tmp_path / relative).parent.mkdir(parents=True)
-        (tmp_path / relative).write_text("text_a\ttext_b\tlabel\n" + "".join(f"{a}\t{b}\t{y}\n" for a, b, y in rows),
-                                         encoding="utf-8")
+    package, rows = _calibration_case(ensemble_package, tmp_path)
     pairs = PAIRS + [[a, b] for a, b, _ in rows] + [["这家酒店很干净服务也很好", "服务很差"]]
     before = Taskflow("text_similarity", task_path=package)(pairs)
     assert calibrate(["--package", str(package), "--data-dir", str(tmp_path), "--keep-labels", "--write"]) == 0
