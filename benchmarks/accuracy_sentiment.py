@@ -66,7 +66,7 @@ def baseline(train_texts, train_labels):
 
 def flows_and_baseline(data: Path, task_path: str | None):
     """The systems a sentiment benchmark measures (``task_path``'s package, or the fast and accurate
-    modes) and the baseline trained on the measured package's own training files (the shipped
+    modes) and the baseline trained on the training files of the first one's networks (the shipped
     recipe's three train splits for a package that does not list them): ``(flows, train_files,
     train_texts, baseline, seconds to train it)``."""
     from taskflow import Taskflow
@@ -76,8 +76,13 @@ def flows_and_baseline(data: Path, task_path: str | None):
     else:
         flows = {"fast (default)": Taskflow("sentiment_analysis"),
                  "accurate": Taskflow("sentiment_analysis", mode="accurate")}
-    manifest = next(iter(flows.values())).task.manifest
-    train_files = manifest.get("training", {}).get("train_files") or DEFAULT_TRAIN_FILES
+    task = next(iter(flows.values())).task
+    # What the package's networks learnt from, all of them (a routed fast package's posts network too).
+    train_files = []
+    for model in [task.model] + [network.model for network in task.networks[1:]]:
+        for name in model.manifest.get("training", {}).get("train_files") or DEFAULT_TRAIN_FILES:
+            if name not in train_files:
+                train_files.append(name)
     train_texts, train_labels = training_texts(data, train_files)
     start = time.perf_counter()
     base = baseline(train_texts, train_labels)
@@ -114,9 +119,13 @@ def main() -> None:
     def described(flow):
         m = flow.task.manifest
         members = [n.model for n in getattr(flow.task, "networks", [])[1:]]
+        ensemble = getattr(flow.task, "ensemble", None)
+        if ensemble is not None and ensemble.router is not None:
+            how = f", each text to one network by `{ensemble.router.model.name}` {ensemble.router.model.version}"
+        else:
+            how = f", weights {' / '.join(f'{w:g}' for w in flow.task.weights)}" if members else ""
         return (f"`{m.name}` {m.version} ({m['architecture']['type']}"
-                + "".join(f" + `{x.name}` {x.version}" for x in members)
-                + (f", weights {' / '.join(f'{w:g}' for w in flow.task.weights)}" if members else "") + ")")
+                + "".join(f" + `{x.name}` {x.version}" for x in members) + how + ")")
 
     body = "\n".join([
         "## sentiment_analysis: accuracy",

@@ -3,7 +3,8 @@ construction time, thread modes, RSS over 20,000 calls.
 
     python benchmarks/bench_sentiment.py --data ../shared/data/sentiment [--compare PACKAGE]
 
-Texts are ChnSentiCorp test reviews.  Figures go to benchmarks/RESULTS.md.  ``--compare`` adds
+Texts are ChnSentiCorp test reviews (and, for the fast package's router, SMP2020 usual test posts).
+Figures go to benchmarks/RESULTS.md.  ``--compare`` adds
 another package's static throughput beside the shipped model's in the same run (e.g. an encoder
 package of ``pretraining/finetune_classifier.py``: the accurate tier's price in texts/s).
 """
@@ -11,6 +12,7 @@ package of ``pretraining/finetune_classifier.py``: the accurate tier's price in 
 from __future__ import annotations
 
 import argparse
+import csv
 import subprocess
 import sys
 import tempfile
@@ -126,6 +128,25 @@ def main() -> None:
               "dynamic = the paddle.nn.Layer in eval mode):", "",
               table(["batch", "static texts/s", "static chars/s", "dynamic texts/s", "dynamic chars/s", "static/dynamic"], rows),
               "", f"Static / dynamic at batch 32: **{ratio32:.2f}x**.", ""]
+
+    fast = Taskflow("sentiment_analysis").task
+    if fast.ensemble.router is not None:
+        # The router's price: each text through the router and the one network it picks, against the
+        # package's own network alone (ensemble=False), on reviews and on posts (where the other one runs).
+        with open(Path(args.data) / "smp2020_ewect" / "usual" / "test.tsv", encoding="utf-8", newline="") as handle:
+            posts = [row["text_a"] for row in csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)]
+        route_rows = []
+        for genre, pool in (("reviews (ChnSentiCorp test)", texts), ("Weibo posts (SMP2020 usual test)", posts)):
+            for batch in (1, 32):
+                sample = pool[: max(batch, 256)]
+                routed = throughput(Taskflow("sentiment_analysis", batch_size=batch), sample, args.seconds)[0]
+                alone = throughput(Taskflow("sentiment_analysis", batch_size=batch, ensemble=False), sample,
+                                   args.seconds)[0]
+                route_rows.append([genre, batch, f"{routed:.0f}", f"{alone:.0f}", f"{routed / alone:.2f}x"])
+        lines += [f"The fast package's router (`{fast.ensemble.router.model.name}`): every text through it and the "
+                  "one network it picks, against the package's own network alone (`ensemble=False`), static, same run:",
+                  "", table(["texts", "batch", "routed texts/s", "own network alone texts/s", "routed / alone"],
+                            route_rows), ""]
 
     if args.compare:
         shipped = Taskflow("sentiment_analysis").task.manifest

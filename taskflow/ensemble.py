@@ -9,6 +9,13 @@ package's own on the same input.  Two more fields say how they mix:
   ``"geometric"`` (the softmax of the weighted mean of their logarithms: a member sure of a label
   counts for more than its weight).
 
+Or, instead of weights, ``ensemble_router``: a role of its ``requires`` that is a classifier whose
+labels, in order, stand for the networks (the package's own, then each of its ``ensemble``).  Each
+input runs through the router and then through the one network of its most probable label only, so
+an input costs one network (and the router) however many there are: a mixture of experts with a hard
+gate, for networks that are each best on a genre of their own.  Only a task that says it can route
+(text_classification, sentiment_analysis) accepts one.
+
 :class:`Ensemble` holds the networks (each built by the task's own class for one network), puts
 their feeds in one batch (a member's named ``role/name``), runs each on its feeds and mixes their
 probabilities.  A task keeps only what its networks read and output; ``ensemble=False`` (every
@@ -29,7 +36,8 @@ import numpy as np
 
 from .errors import ManifestError
 
-__all__ = ["Ensemble", "MIXINGS", "mix", "softmax", "member_feeds", "feeds_of", "ensemble_weights", "ensemble_mixing"]
+__all__ = ["Ensemble", "MIXINGS", "mix", "softmax", "member_feeds", "feeds_of", "ensemble_weights", "ensemble_mixing",
+           "ensemble_router"]
 
 MIXINGS = ("arithmetic", "geometric")
 
@@ -71,6 +79,22 @@ def ensemble_mixing(manifest) -> str:
     return mixing
 
 
+def ensemble_router(manifest, networks: int) -> str | None:
+    """The manifest's ``ensemble_router`` (a role of its ``requires``), checked against the other
+    fields; None without the field."""
+    role = manifest.get("ensemble_router")
+    if role is None:
+        return None
+    if not isinstance(role, str) or role not in (manifest.get("requires") or {}):
+        raise ManifestError(f"model {manifest.name!r}: ensemble_router must name a role of its 'requires', got "
+                            f"{role!r:.40}")
+    if networks < 2 or manifest.get("ensemble_weights") is not None or manifest.get("ensemble_mixing") is not None:
+        raise ManifestError(f"model {manifest.name!r}: ensemble_router sends each input to one network of its "
+                            "'ensemble' (which needs one member at least); a routed ensemble has no ensemble_weights "
+                            "or ensemble_mixing: remove them, or the router")
+    return role
+
+
 def softmax(logits: np.ndarray) -> np.ndarray:
     """softmax along the last axis (shifted by the row's largest logit, so exp cannot overflow)."""
     weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
@@ -87,18 +111,34 @@ def mix(probabilities: np.ndarray, weights: Sequence[float] | None, mixing: str 
 
 
 class Ensemble(Generic[Network]):
-    """The package's own network, then one per member its manifest's ``ensemble`` names.
+    """The package's own network, then one per member its manifest's ``ensemble`` names, and the
+    router that sends each input to one of them where the manifest names an ``ensemble_router``.
 
     ``network(model, role)`` builds the task's object for one network (its vocabulary, how it
-    reads the input, its feeds); ``role`` is "" for the package's own.
+    reads the input, its feeds); ``role`` is "" for the package's own.  ``routes``: the task can
+    route (its outputs are rows of label probabilities, and it runs a routed batch with
+    :meth:`route` and :meth:`run_routed`); a router in any other task's package is an error.
     """
 
-    def __init__(self, model, network: Callable[[Any, str], Network], *, members: bool = True):
+    def __init__(self, model, network: Callable[[Any, str], Network], *, members: bool = True, routes: bool = False):
         chosen = [("", model)] + (list(model.ensemble()) if members else [])
         self.roles = [role for role, _ in chosen]
         self.models = [member for _, member in chosen]
         self.networks: list[Network] = [network(member, role) for role, member in chosen]
-        self.weights = ensemble_weights(model.manifest, len(chosen)) if len(chosen) > 1 else None
+        router_role = ensemble_router(model.manifest, len(chosen)) if members else None
+        self.router: Network | None = None
+        if router_role is not None:
+            if not routes:
+                raise ManifestError(f"model {model.name!r}: its task cannot route between networks; remove "
+                                    "ensemble_router from the manifest")
+            router_model = model.required(router_role)
+            if len(router_model.labels) != len(chosen):
+                raise ManifestError(f"model {model.name!r}: its ensemble_router {router_model.name!r} has "
+                                    f"{len(router_model.labels)} labels; it needs one per network ({len(chosen)}: "
+                                    "the package's own, then each of its 'ensemble')")
+            self.models.append(router_model)
+            self.router = network(router_model, router_role)
+        self.weights = ensemble_weights(model.manifest, len(chosen)) if len(chosen) > 1 and not self.router else None
         self.mixing = ensemble_mixing(model.manifest)
 
     def __len__(self) -> int:
@@ -117,9 +157,10 @@ class Ensemble(Generic[Network]):
         return batch
 
     def predictors(self, own, input_specs: Callable[[Network], list]) -> list:
-        """``own`` (the package's predictor), then each member's, each exported beside its package."""
-        return [own] + [member.predictor(input_specs(network))
-                        for member, network in zip(self.models[1:], self.networks[1:])]
+        """``own`` (the package's predictor), then each member's, each exported beside its package;
+        the router's last."""
+        runs = self.networks[1:] + ([self.router] if self.router is not None else [])
+        return [own] + [model.predictor(input_specs(network)) for model, network in zip(self.models[1:], runs)]
 
     def run(self, features: Mapping[str, Any], predictors: Sequence) -> list[list[np.ndarray]]:
         """Each network's outputs on its own feeds in the batch, the package's own first."""
@@ -127,6 +168,32 @@ class Ensemble(Generic[Network]):
             return [predictors[0].run(features)]
         return [predictor.run(feeds_of(features, role)) for predictor, role in zip(predictors, self.roles)]
 
+    def route(self, router_feeds: Mapping[str, Any], predictors: Sequence) -> np.ndarray:
+        """The index of the network the router sends each input of a batch to (``predictors``:
+        those of :meth:`predictors`, the router's last)."""
+        return np.asarray(predictors[-1].run(router_feeds)[0]).argmax(axis=1)
+
+    def run_routed(self, inputs: Sequence, choice: np.ndarray, feeds: Callable[[Network, list], Mapping[str, Any]],
+                   predictors: Sequence) -> list[list[np.ndarray] | None]:
+        """Each network's outputs on the ``inputs`` that ``choice`` sends it (``feeds(network,
+        inputs)`` makes its feeds of just those), put back in the batch's order with NaN on the
+        other rows; None for a network no input went to."""
+        outputs = []
+        for k, (network, predictor) in enumerate(zip(self.networks, predictors)):
+            rows = np.flatnonzero(choice == k)
+            if not rows.size:
+                outputs.append(None)
+                continue
+            scattered = []
+            for output in predictor.run(feeds(network, [inputs[i] for i in rows])):
+                output = np.asarray(output, dtype=np.float64)
+                full = np.full((len(choice),) + output.shape[1:], np.nan)
+                full[rows] = output
+                scattered.append(full)
+            outputs.append(scattered)
+        return outputs
+
     def mix(self, probabilities) -> np.ndarray:
-        """[networks, ..., labels] -> [..., labels], by the manifest's weights and mixing."""
+        """[networks, ..., labels] -> [..., labels], by the manifest's weights and mixing (a routed
+        ensemble does not mix: each input has the outputs of the one network it went to)."""
         return mix(probabilities, self.weights, self.mixing)

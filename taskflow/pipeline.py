@@ -287,12 +287,14 @@ def listed_models(cls) -> list[str]:
 
 @functools.lru_cache(maxsize=None)
 def _ensemble_members(task: str) -> frozenset[str]:
-    """``"task/name"`` of every package a shipped package of ``task`` names in its ``ensemble``."""
+    """``"task/name"`` of every package a shipped package of ``task`` names in its ``ensemble`` or as
+    its ``ensemble_router``."""
     members = set()
     for name in available_models(task):
         manifest = pinned_manifest(task, name)
         requires = manifest.get("requires") or {}
-        members.update(requires[role] for role in manifest.get("ensemble") or [] if role in requires)
+        roles = [*(manifest.get("ensemble") or []), manifest.get("ensemble_router")]
+        members.update(requires[role] for role in roles if role in requires)
     return frozenset(members)
 
 

@@ -489,16 +489,21 @@ class Predictor:
 # (a JSON object, second name -> first name) says which names share it.
 _ALIASES = "__aliases__"
 # An int8 table ``name`` is stored with ``name + _ROW_SCALE`` ([rows, 1] float32): row i is
-# ``name[i] * scale[i]``, symmetric round-to-nearest with the row's largest magnitude at 127.
+# ``name[i] * scale[i]``, symmetric round-to-nearest with the row's largest magnitude at 127.  A
+# narrow one (at most _NARROW columns: a linear model's per-label n-gram weights, where a float32
+# scale per row would outweigh the row) has ``name + _COLUMN_SCALE`` ([1, columns]) instead.
 _ROW_SCALE = "@row_scale"
+_COLUMN_SCALE = "@column_scale"
+_SCALES = (_ROW_SCALE, _COLUMN_SCALE)
+_NARROW = 4
 
 
 def save_weights(network, path: str | os.PathLike, float16: Callable[[str], bool] = lambda name: False,
                  int8: Callable[[str], bool] = lambda name: False) -> None:
     """Save ``network.state_dict()`` to ``path``; names for which ``float16(name)`` is true are halved,
-    2-D ones for which ``int8(name)`` is true quartered (int8 with a scale per row, see ``_ROW_SCALE``;
-    for frozen pretrained tables, where a relative error of ~0.5% per value is far below what the
-    vectors know).
+    2-D ones for which ``int8(name)`` is true quartered (int8 with a scale per row, or per column for
+    a narrow table, see ``_ROW_SCALE``; for tables where a relative error of ~0.5% of the largest
+    value is far below what the network can tell apart, which the caller measures).
 
     A parameter registered under several names is written once (see ``_ALIASES``).
     """
@@ -513,7 +518,8 @@ def save_weights(network, path: str | os.PathLike, float16: Callable[[str], bool
             continue
         array = tensor.numpy()
         if int8(name) and array.ndim == 2 and array.dtype.kind == "f":
-            arrays[name], arrays[name + _ROW_SCALE] = quantize_rows(array)
+            narrow = array.shape[1] <= _NARROW
+            arrays[name], arrays[name + (_COLUMN_SCALE if narrow else _ROW_SCALE)] = quantize(array, axis=int(not narrow))
             continue
         arrays[name] = array.astype(np.float16) if float16(name) and array.dtype == np.float32 else array
     if aliases:
@@ -526,10 +532,11 @@ def save_weights(network, path: str | os.PathLike, float16: Callable[[str], bool
     atomic_write_bytes(path, buffer.getvalue())
 
 
-def quantize_rows(array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(int8 values, float32 [rows, 1] scales)`` with ``values * scales`` ~ ``array``."""
+def quantize(array: np.ndarray, axis: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """``(int8 values, float32 scales)`` with ``values * scales`` ~ ``array``: one scale per row
+    (``axis=1``, scales [rows, 1]) or per column (``axis=0``, scales [1, columns])."""
     array = np.asarray(array, dtype=np.float32)
-    scales = np.abs(array).max(axis=1, keepdims=True) / 127.0
+    scales = np.abs(array).max(axis=axis, keepdims=True) / 127.0
     safe = np.where(scales > 0, scales, 1.0)
     return np.clip(np.rint(array / safe), -127, 127).astype(np.int8), scales.astype(np.float32)
 
@@ -568,16 +575,25 @@ def load_weights(network, path: str | os.PathLike) -> None:
         shape, dtype = headers[_ALIASES]
         if shape != () or dtype.kind != "U" or dtype.itemsize > _MAX_ALIASES_BYTES:
             raise ExportError(f"{path}: {_ALIASES} is {dtype} of shape {shape}, not the short JSON text save_weights writes")
-    scaled = {name.removesuffix(_ROW_SCALE) for name in headers if name.endswith(_ROW_SCALE)}
-    for name in scaled:
-        rows = headers.get(name, ((0,), None))[0][:1]
-        shape, dtype = headers[name + _ROW_SCALE]
-        if name not in headers or headers[name][1] != np.int8 or shape != rows + (1,) or dtype != np.float32:
-            raise ExportError(f"{path}: {name}{_ROW_SCALE} is {dtype} of shape {shape}, not the float32 "
-                              f"[rows, 1] scales of an int8 table {name} that save_weights writes")
+    scaled = {}     # int8 table -> the name of its scales
+    for stored_name in headers:
+        for suffix in _SCALES:
+            if stored_name.endswith(suffix):
+                name = stored_name.removesuffix(suffix)
+                if name in scaled:
+                    raise ExportError(f"{path}: {name} has scales twice ({scaled[name]}, {stored_name})")
+                scaled[name] = stored_name
+    for name, scale_name in scaled.items():
+        table = headers.get(name, ((0, 0), None))[0]
+        expected_shape = (table[0], 1) if scale_name.endswith(_ROW_SCALE) else (1, table[-1])
+        shape, dtype = headers[scale_name]
+        if name not in headers or headers[name][1] != np.int8 or len(table) != 2 or shape != expected_shape \
+                or dtype != np.float32:
+            raise ExportError(f"{path}: {scale_name} is {dtype} of shape {shape}, not the float32 "
+                              f"{list(expected_shape)} scales of an int8 table {name} that save_weights writes")
     with np.load(path, allow_pickle=False) as stored:
         aliases = json.loads(str(stored[_ALIASES])) if _ALIASES in headers else {}
-        available = (set(headers) - {_ALIASES} - {name + _ROW_SCALE for name in scaled}) | set(aliases)
+        available = (set(headers) - {_ALIASES} - set(scaled.values())) | set(aliases)
         missing = sorted(set(expected) - available)
         unexpected = sorted(available - set(expected))
         if missing or unexpected:
@@ -591,13 +607,13 @@ def load_weights(network, path: str | os.PathLike) -> None:
             if dtype.kind not in "biuf":
                 raise ExportError(f"{path}: {name} holds {dtype}, not numbers")
             if dtype == np.int8 and aliases.get(name, name) not in scaled and tensor.numpy().dtype.kind == "f":
-                raise ExportError(f"{path}: {name} is stored as int8 without its {_ROW_SCALE}; "
+                raise ExportError(f"{path}: {name} is stored as int8 without its scales; "
                                   "re-save it with save_weights")
         state = {}
         for name, tensor in expected.items():
             stored_name = aliases.get(name, name)
             array = stored[stored_name]
             if stored_name in scaled:
-                array = array.astype(np.float32) * stored[stored_name + _ROW_SCALE]
+                array = array.astype(np.float32) * stored[scaled[stored_name]]
             state[name] = paddle.to_tensor(array.astype(str(tensor.numpy().dtype)))
     network.set_state_dict(state)

@@ -161,6 +161,11 @@ class Task:
     def unit_length(self, unit: Any) -> int:
         return len(unit)
 
+    def batch_order(self, units: list[Any], order: list[int]) -> list[int]:
+        """The order in which ``units`` are cut into batches, given ``order`` (longest first); a
+        task whose units take different paths can group each path's units into batches of their own."""
+        return order
+
     def join(self, item: Any, results: list[Any], units: list[Any]) -> Any:
         """One result for an item from the results of its units (default: the only one)."""
         return results[0]
@@ -203,7 +208,7 @@ class Task:
             units += pieces
         unit_results: list[Any] = [None] * len(units)
         # Longest first, so similar lengths share a batch and padding stays small.
-        order = sorted(range(len(units)), key=lambda k: -self.unit_length(units[k]))
+        order = self.batch_order(units, sorted(range(len(units)), key=lambda k: -self.unit_length(units[k])))
         for start in range(0, len(order), self.batch_size):
             picked = order[start:start + self.batch_size]
             batch = [units[k] for k in picked]

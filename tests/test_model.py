@@ -154,3 +154,34 @@ def test_no_task_package_imports_a_task_that_builds_on_it():
     assert _imported_after("import taskflow.tasks.lexical_analysis") == {"taskflow.tasks.lexical_analysis"}
     assert _imported_after("import taskflow.tasks.knowledge_mining") == {
         "taskflow.tasks.lexical_analysis", "taskflow.tasks.knowledge_mining"}
+
+
+def test_a_manifest_can_turn_onednn_off_for_its_network_and_never_on(tiny_models, tmp_path):
+    """``"onednn": false`` (the genre router's: a linear n-gram model runs faster without it) reaches
+    that network's predictor; the caller's onednn=False is kept either way; anything else is refused."""
+    from taskflow.predictor import PredictorOptions
+
+    def with_onednn(value, folder):
+        package = shutil.copytree(tiny_models["sentiment_analysis"], tmp_path / folder)
+        manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
+        manifest["onednn"] = value
+        (package / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        return package
+
+    off = Taskflow("sentiment_analysis", task_path=with_onednn(False, "off"))
+    assert off.task.predictor.options.onednn is False
+    on = Taskflow("sentiment_analysis", task_path=with_onednn(True, "on"))
+    assert on.task.predictor.options.onednn is True
+    caller_off = Model.load("sentiment_analysis", None, task_path=with_onednn(True, "caller"),
+                            options=PredictorOptions(onednn=False))
+    assert caller_off.predictor_options().onednn is False
+    assert off(["很好"])[0]["label"] == on(["很好"])[0]["label"]
+    with pytest.raises(ManifestError, match="'onednn' must be true or false"):
+        Taskflow("sentiment_analysis", task_path=with_onednn("no", "bad"))(["很好"])
+
+
+def test_the_shipped_genre_router_runs_without_onednn():
+    flow = Taskflow("sentiment_analysis", offline=True)
+    router_predictor = flow.task.predictors[-1]
+    assert flow.task.ensemble.router.model.name == "genre_router" and router_predictor.options.onednn is False
+    assert flow.task.predictor.options.onednn is True

@@ -239,9 +239,39 @@ def test_an_int8_table_is_stored_with_row_scales_and_loads_back_close(tmp_path):
         table, scales = stored["weight"], stored["weight@row_scale"]
     np.savez(tmp_path / "bare.npz", weight=table)
     np.savez(tmp_path / "bent.npz", **{"weight": table, "weight@row_scale": scales[:10]})
-    for name, message in (("bare.npz", "without its @row_scale"), ("bent.npz", "not the float32")):
+    for name, message in (("bare.npz", "without its scales"), ("bent.npz", "not the float32")):
         with pytest.raises(ExportError, match=message):
             load_weights(paddle.nn.Embedding(50, 16), tmp_path / name)
+
+
+def test_a_narrow_int8_table_is_stored_with_column_scales(tmp_path):
+    """A table of per-label weights (2 columns, a linear model's n-grams) gets one scale per column,
+    not a float32 per row that would outweigh the row's two int8 values."""
+    import paddle
+
+    from taskflow.errors import ExportError
+    from taskflow.predictor import load_weights, save_weights
+
+    paddle.seed(0)
+    saved = paddle.nn.Embedding(1000, 2)
+    saved.weight.set_value(saved.weight.numpy() * np.array([[0.5, 4.0]], dtype="float32"))
+    save_weights(saved, tmp_path / "w.npz", int8=lambda name: name == "weight")
+    with np.load(tmp_path / "w.npz") as stored:
+        assert sorted(stored.files) == ["weight", "weight@column_scale"]
+        assert stored["weight"].dtype == np.int8 and stored["weight@column_scale"].shape == (1, 2)
+        table, scales = stored["weight"], stored["weight@column_scale"]
+    loaded = paddle.nn.Embedding(1000, 2)
+    load_weights(loaded, tmp_path / "w.npz")
+    original, back = saved.weight.numpy(), loaded.weight.numpy()
+    step = np.abs(original).max(axis=0, keepdims=True) / 127       # each column its own step
+    assert np.all(np.abs(back - original) <= step / 2 + 1e-7)
+    assert step[0, 0] < step[0, 1] / 4
+    np.savez(tmp_path / "twice.npz", **{"weight": table, "weight@column_scale": scales,
+                                        "weight@row_scale": np.ones((1000, 1), "float32")})
+    np.savez(tmp_path / "bent.npz", **{"weight": table, "weight@column_scale": scales[:, :1]})
+    for name, message in (("twice.npz", "has scales twice"), ("bent.npz", "not the float32")):
+        with pytest.raises(ExportError, match=message):
+            load_weights(paddle.nn.Embedding(1000, 2), tmp_path / name)
 
 
 def test_changed_network_code_gets_a_fresh_export(tiny_sentiment, tmp_path, monkeypatch):

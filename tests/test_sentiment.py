@@ -1,6 +1,7 @@
 """The shipped sentiment_analysis model on clear cases, and its package."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,6 +29,7 @@ def test_clear_sentences(senta):
 
 # The accurate mode's mix, as the recipe chose it on the dev splits (its manifest's ensemble_weights).
 WEIGHTS, MIXING = [0.2, 0.8], "geometric"
+ACCURATE_NETWORKS = ["encoder_ensemble", "char_cnn_neutral"]
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +46,8 @@ def test_accurate_mode_on_clear_sentences_and_contrasts(accurate):
     for r in results:
         assert r["score"] == max(r["scores"].values()) and sum(r["scores"].values()) == pytest.approx(1.0)
     task = accurate.task
-    assert task.manifest.name == "encoder_ensemble" and [n.model.name for n in task.networks] == [
-        "encoder_ensemble", "char_cnn_neutral"]
+    assert task.manifest.name == "encoder_ensemble" and [n.model.name for n in task.networks] == ACCURATE_NETWORKS
+    assert task.ensemble.router is None          # every network reads every text
     assert task.weights == pytest.approx(WEIGHTS) and task.mixing == MIXING
     assert task.temperature is not None and task.labels == ["negative", "positive"]
 
@@ -60,6 +62,7 @@ def test_accurate_mode_mixes_what_each_network_says_alone(accurate, senta):
     texts = ["服务态度不是很好", "这家店yyds", "房间不大，但是很干净", "看哭了[泪] //@小明:心疼"]
     alone = [Taskflow("sentiment_analysis", mode="accurate", ensemble=False, offline=True, return_all_scores=True),
              Taskflow("sentiment_analysis", neutral=True, offline=True, return_all_scores=True)]
+    assert [flow.task.model.name for flow in alone] == ACCURATE_NETWORKS
     for flow in alone:
         flow.task.temperature = None
     outputs = [flow(texts) for flow in alone]
@@ -70,12 +73,35 @@ def test_accurate_mode_mixes_what_each_network_says_alone(accurate, senta):
         assert [got["scores"]["negative"], got["scores"]["positive"]] == pytest.approx(expected, abs=1e-5), text
 
 
+# Hand-written posts in the Weibo manner: emoticon codes, @-mentions, 笑死 / 心好累 / 感冒的节奏.
+POSTS = {"好悲伤，以后再也不想相信爱情了": "negative", "嗓子疼，又是要感冒的节奏[泪]": "negative",
+         "突然的惊喜，多谢有你们[爱你]": "positive", "笑死我了哈哈哈哈，这是谁拼的图": "positive",
+         "心好累，谁来顾及一下我的感受": "negative", "@小美 生日快乐呀，么么哒": "positive",
+         "地铁挤死了，烦死了[怒]": "negative", "周末和闺蜜逛街，开心到飞起": "positive"}
+
+
+def test_the_fast_mode_reads_posts_with_the_posts_network_and_reviews_with_its_own(senta):
+    """The router sends the reviews to the package's own network (the scores are its, alone) and the
+    posts to char_cnn_posts, which reads them right; the reviews' network alone misreads half of them."""
+    task = senta.task
+    assert [n.model.name for n in task.networks] == ["char_cnn", "char_cnn_posts"]
+    assert task.ensemble.router.model.name == "genre_router" and task.ensemble.router.labels == ["reviews", "posts"]
+    router = Taskflow("sentiment_analysis", task_path=_bundled_root() / "sentiment_analysis" / "genre_router")
+    assert [r["label"] for r in router(POSITIVE + NEGATIVE)] == ["reviews"] * 6
+    assert [r["label"] for r in router(list(POSTS))] == ["posts"] * len(POSTS)
+    own = Taskflow("sentiment_analysis", ensemble=False, offline=True, return_all_scores=True)
+    assert [r["scores"] for r in senta(POSITIVE + NEGATIVE)] == [r["scores"] for r in own(POSITIVE + NEGATIVE)]
+    assert [r["label"] for r in senta(list(POSTS))] == list(POSTS.values())
+    assert sum(r["label"] != gold for r, gold in zip(own(list(POSTS)), POSTS.values())) >= 3
+
+
 # raises=: a crash is a failure, not the known weakness.
 @pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="known weakness of char_cnn 1.0.0 to 1.2.0 (see tasks/sentiment_analysis/README.md): "
+                   reason="known weakness of char_cnn 1.0.0 to 1.3.0 (see tasks/sentiment_analysis/README.md): "
                    "short praise with 精彩 reads as negative; a model that fixes it should flip this test")
 def test_known_weakness_short_praise_with_jingcai(senta):
-    assert senta(["这部电影太精彩了"])[0]["label"] == "positive"
+    # 这部电影太精彩了 went the same way until 1.3.0, whose router sends it to the posts' network (positive).
+    assert senta(["内容很精彩"])[0]["label"] == "positive"
 
 
 def test_the_default_model_is_bundled_and_works_offline(senta):
@@ -572,3 +598,116 @@ def test_social_markup_is_read_as_one_char_each():
     assert not social.keeps_length
     vocab = {"[PAD]": 0, "[UNK]": 1, "哭": 2, emoticon_char("泪"): 3}
     assert encode(["哭[泪]", "🏻"], vocab, social).tolist() == [[2, 3], [1, 0]]   # an emptied text: one unknown char
+
+
+# --- the fast mode's genre router -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiny_router(tmp_path_factory) -> Path:
+    """A genre router trained by its recipe on the tiny data: reviews against posts."""
+    from recipes.sentiment_analysis.router import main as train_router
+
+    root = tmp_path_factory.mktemp("router")
+    data = _tiny_sentiment_data(root / "data")
+    assert train_router(["--data-dir", str(data), "--out", str(root / "router"), "--buckets", "1024",
+                         "--epochs", "15", "--batch-size", "16", "--lr", "0.05"]) == 0
+    return root / "router"
+
+
+def _routed(folder: Path, router: Path, **fields) -> Path:
+    """A tiny sentiment package (seed 1) that routes each text to itself or its member ``posts`` (seed 2)."""
+    import shutil
+
+    from make_tiny_models import make_tiny_sentiment
+
+    make_tiny_sentiment(folder, seed=1)
+    make_tiny_sentiment(folder / "posts", seed=2)
+    shutil.copytree(router, folder / "router")
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    manifest.update({"requires": {"posts": "./posts", "router": "./router"}, "ensemble": ["posts"],
+                     "ensemble_router": "router", **fields})
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return folder
+
+
+def test_the_genre_router_recipe_learns_reviews_from_posts(tiny_router):
+    manifest = Manifest.load(tiny_router / "manifest.json")
+    assert manifest["architecture"]["type"] == "ngram_linear" and manifest["labels"] == ["reviews", "posts"]
+    assert manifest["normalization"] == ["social", "t2s", "width", "lower"]
+    assert manifest["training"]["examples"] == {"reviews": 144, "posts": 96}   # every SMP2020 row is a post
+    accuracy = manifest["metrics"]["genre_accuracy"]
+    assert set(accuracy) == {"chnsenticorp/dev", "online_shopping_10_cats/dev", "waimai_10k/dev",
+                             "smp2020_ewect/usual/dev", "smp2020_ewect/virus/dev"}
+    assert min(accuracy.values()) > 0.9
+
+
+def test_a_routed_package_runs_each_text_through_the_network_its_router_picks(tiny_router, tmp_path):
+    """Each text's scores are those of the one network the router sends it to, run alone; a text
+    whose chunks go to different networks mixes them by the chunks' lengths."""
+    from make_tiny_models import make_tiny_sentiment
+
+    package = _routed(tmp_path / "routed", tiny_router)
+    make_tiny_sentiment(tmp_path / "seed_1", seed=1)        # the package's own network, as a package alone
+    routed = Taskflow("sentiment_analysis", task_path=package, return_all_scores=True)
+    assert [n.model.version for n in routed.task.networks] == ["0.0.1", "0.0.2"]
+    alone = [Taskflow("sentiment_analysis", task_path=package, return_all_scores=True, ensemble=False),
+             Taskflow("sentiment_analysis", task_path=package / "posts", return_all_scores=True)]
+    assert len(alone[0].task.networks) == 1 and alone[0].task.ensemble.router is None
+    router = Taskflow("sentiment_analysis", task_path=tiny_router, return_all_scores=True)
+    texts = ["房间很干净，服务也好", "质量很差，用了两天就坏了", "@小明 菜很好吃，下次还来[哈哈]", "客服态度很差[怒]",
+             "明天上午九点开会"]
+    genres = [r["label"] for r in router(texts)]
+    assert set(genres) == {"reviews", "posts"}, "both networks must be picked for this test to mean anything"
+    for text, genre, got in zip(texts, genres, routed(texts)):
+        expected = alone[genre == "posts"]([text])[0]["scores"]
+        assert got["scores"] == pytest.approx(expected, abs=1e-6), text
+    for k in (0, 1):
+        assert alone[0]([texts[k]])[0]["scores"] != pytest.approx(alone[1]([texts[k]])[0]["scores"], abs=1e-4)
+    # More texts than a batch: each network's texts are batched apart (batch_order), same scores.
+    small_batches = Taskflow("sentiment_analysis", task_path=package, return_all_scores=True, batch_size=2)
+    mixed_order = [2, 0, 3, 1, 4]
+    assert small_batches.task.batch_order([(0, t) for t in texts], mixed_order) == sorted(
+        mixed_order, key=lambda k: genres[k] == "posts")
+    for got, expected in zip(small_batches(texts), routed(texts)):
+        assert got["scores"] == pytest.approx(expected["scores"], abs=1e-6)
+
+    mixed_text = "房间很干净，服务也好，价格不贵，下次还来，质量不错。" + "@小明 明天上午九点开会[哈哈]！" * 2
+    chunks = [chunk for _, chunk in routed.task.split(mixed_text)]
+    chunk_genres = [r["label"] for r in router(chunks)]
+    assert len(set(chunk_genres)) == 2, chunk_genres
+    weights = np.array([len(chunk) for chunk in chunks], dtype=float)
+    each = np.array([[alone[g == "posts"]([c])[0]["scores"][label] for label in ("negative", "positive")]
+                     for c, g in zip(chunks, chunk_genres)])
+    expected = (weights[:, None] * each).sum(axis=0) / weights.sum()
+    got = routed([mixed_text])[0]["scores"]
+    assert [got["negative"], got["positive"]] == pytest.approx(expected.tolist(), abs=1e-6)
+
+    seed_1 = Taskflow("sentiment_analysis", task_path=tmp_path / "seed_1", return_all_scores=True)
+    assert [r["scores"] for r in alone[0](texts)] == [r["scores"] for r in seed_1(texts)]
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(ensemble_weights=[1, 1]), "no ensemble_weights"),
+    (dict(ensemble_router="nobody"), "ensemble_router must name a role of its 'requires'"),
+    (dict(ensemble=[]), "needs one member at least"),
+])
+def test_a_routed_manifest_that_cannot_route_is_refused(tiny_router, tmp_path, fields, message):
+    from taskflow.errors import ManifestError
+
+    package = _routed(tmp_path / "routed", tiny_router, **fields)
+    with pytest.raises(ManifestError, match=message):
+        Taskflow("sentiment_analysis", task_path=package)
+
+
+def test_a_router_needs_one_label_per_network(tiny_router, tmp_path):
+    from taskflow.errors import ManifestError
+    from make_tiny_models import make_tiny_sentiment
+
+    package = _routed(tmp_path / "routed", tiny_router)
+    make_tiny_sentiment(package / "third", seed=3)
+    manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
+    manifest["requires"]["third"] = "./third"
+    manifest["ensemble"].append("third")
+    (package / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(ManifestError, match="has 2 labels; it needs one per network \\(3"):
+        Taskflow("sentiment_analysis", task_path=package)

@@ -56,8 +56,8 @@ package is calibrated in place, without training, by
     python -m recipes.sentiment_analysis.train --calibrate PACKAGE --data-dir ../shared/data/sentiment
 
 ``--int8-tables PACKAGE --out DIR`` writes a trained package again with its char and bigram tables
-in int8 (a scale per row; taskflow/predictor.py), a third of the package's size, for the wheel's
-budget: measure it through the product before shipping it.
+(a scale per row) and its wide n-gram weights (a scale per label) in int8 (taskflow/predictor.py),
+for the packages' budget: measure it through the product before shipping it.
 
 A package with an ``ensemble`` (the accurate mode's: the fine-tuned encoders with the char CNN
 beside them) gets its ``ensemble_weights`` and ``ensemble_mixing`` (arithmetic or geometric mean) by
@@ -227,7 +227,8 @@ def parse_args(argv):
                    help="no training: choose the ensemble_weights of this package with an ensemble on the dev splits "
                         "under --data-dir, then fit its temperature (--calibrate), and write both into its manifest")
     p.add_argument("--int8-tables", metavar="PACKAGE",
-                   help="no training: write PACKAGE again to --out with its char and bigram tables in int8")
+                   help="no training: write PACKAGE again to --out with its char and bigram tables and its wide "
+                        "n-gram weights in int8")
     p.add_argument("--at-least", metavar="PACKAGE",
                    help="with --ensemble-weights: only weightings at least as accurate as PACKAGE (the fast model) "
                         "on every dev split are chosen from")
@@ -300,6 +301,8 @@ def start_from_vectors(net, vectors: str, vocab: list[str], seed: int) -> dict:
     start as the network's."""
     import paddle
 
+    from taskflow.tasks.text_classification.model import hash_ngrams
+
     report = vectors_report(vectors)
     # This model normalises t2s width lower, without the vectors' "space" step: a tab or an
     # ideographic space is a char of its own here and a plain space in the vectors, so each
@@ -321,7 +324,7 @@ def start_from_vectors(net, vectors: str, vocab: list[str], seed: int) -> dict:
         pairs = np.array([[ids_of.get(b[0], 0), ids_of.get(b[1], 0)] if len(b) == 2 else [0, 0] for b in tokens],
                          dtype="int64").reshape(-1, 2)
         with paddle.no_grad():   # the network's own hash, so a bucket is the one inference looks up
-            buckets = net._hash(paddle.to_tensor(pairs), paddle.to_tensor((pairs > 0).astype("int64")), 2,
+            buckets = hash_ngrams(paddle.to_tensor(pairs), paddle.to_tensor((pairs > 0).astype("int64")), 2,
                                 net.bigram_buckets).numpy()[:, 0]
         taken, first = np.unique(buckets, return_index=True)   # tokens are most frequent first
         bucket_bigram = [""] * net.bigram_buckets              # "": no corpus bigram, a random row
@@ -657,7 +660,8 @@ def main(argv=None) -> int:
 
 def int8_tables(args) -> int:
     """``--int8-tables PACKAGE``: the package's network stored again with its char and bigram
-    embedding tables in int8 (``_emb.`` names), the rest as it was; the manifest is kept (name,
+    embedding tables (``_emb.`` names, a scale per row) and its wide n-gram weights (a scale per
+    label) in int8, the rest as it was; the manifest is kept (name,
     version, temperature) and says where the weights came from.  Its metrics are the stored
     network's: measure the new one through the product before shipping it."""
     import shutil
@@ -673,12 +677,13 @@ def int8_tables(args) -> int:
     load_weights(network, source / "weights.npz")
     fields = {k: v for k, v in manifest.data.items() if k not in ("task", "name", "version", "files")}
     fields["training"] = {**fields.get("training", {}), "int8_tables": {
-        "from_weights_sha256": manifest.files["weights.npz"]["sha256"], "tables": "char_emb, bigram_emb",
+        "from_weights_sha256": manifest.files["weights.npz"]["sha256"],
+        "tables": "char_emb, bigram_emb (a scale per row); the wide n-gram tables (a scale per label)",
         "note": "stored again with --int8-tables; metrics above are from the weights before"}}
     with PackageDraft(args, "sentiment_analysis") as draft:
         draft.identity.update(name=manifest.name, version=manifest.version)
         draft.ship_weights(network, float16=lambda name: is_wide(name) and "bias" not in name,
-                           int8=lambda name: "_emb." in name)
+                           int8=lambda name: "_emb." in name or is_wide(name) and "bias" not in name)
         shutil.copyfile(source / "vocab.txt", draft / "vocab.txt")
         draft.write(fields)
     return 0
@@ -780,7 +785,7 @@ def tune_ensemble_weights(package: str | Path, data: Path, step: float = 0.1, at
     if len(names) < 2:
         raise ValueError(f"{package} names no ensemble: nothing to weight")
     by_network = probs.transpose(1, 0, 2)                                       # [networks, texts, labels]
-    floor = dev.accuracies(network_probabilities(at_least, dev.texts)[0][:, 0]) if at_least else None
+    floor = dev.accuracies(package_probabilities(at_least, dev.texts)) if at_least else None
     grids, allowed = {}, []    # allowed: (mixing, row) of the weightings no dev split of which is under the floor
     for mixing in MIXINGS:
         grids[mixing] = []

@@ -22,12 +22,15 @@ A package may name an ``ensemble`` of classifiers it requires (sentiment_analysi
 does): each reads the package's chunks with its own vocabulary and normalisation, and a text's
 probabilities are each network's, mixed as the manifest says (``ensemble_weights``,
 ``ensemble_mixing``: ``taskflow.ensemble``); ``ensemble=False`` runs the package's own network
-alone.
+alone.  Or it may name an ``ensemble_router`` (sentiment_analysis' fast mode does): a classifier
+that sends each chunk to one of the networks; a call's chunks are batched by the network they go
+to, and each network reads only its own.
 """
 
 from __future__ import annotations
 
 import html
+import threading
 
 import numpy as np
 
@@ -50,6 +53,8 @@ normalize = Normalizer(NORMALIZATION)
 
 # "sentiment_cnn": the name the shipped sentiment package's manifest gives this network.
 register_network("sentiment_cnn", "taskflow.tasks.text_classification.model:SentimentNet")
+# A linear model over hashed char n-grams: what routes sentiment's fast mode between its networks.
+register_network("ngram_linear", "taskflow.tasks.text_classification.model:NgramLinear")
 
 
 def encode(texts: list[str], vocab: dict[str, int], normalize=normalize) -> np.ndarray:
@@ -116,7 +121,8 @@ class TextClassificationTask(TextTask):
     def __init__(self, model, *, return_all_scores: bool = False, ensemble: bool = True, **base):
         super().__init__(model, **base)
         self.return_all_scores = bool_option("return_all_scores", return_all_scores)
-        self.ensemble = Ensemble(model, ClassifierNetwork, members=bool_option("ensemble", ensemble))
+        self.ensemble = Ensemble(model, ClassifierNetwork, members=bool_option("ensemble", ensemble), routes=True)
+        self._routing = threading.local()     # the router's choices of the call in progress, by unit
         self.networks = self.ensemble.networks
         own = self.networks[0]
         # Per network, the columns of its output that are the package's labels, in the package's order:
@@ -153,31 +159,76 @@ class TextClassificationTask(TextTask):
 
     def preprocess(self, units):
         texts = [text for _, text in units]
-        return self.ensemble.feeds(lambda _, network: network.feeds(texts))
+        if self.ensemble.router is None:
+            return self.ensemble.feeds(lambda _, network: network.feeds(texts))
+        # Routed: the router's choice (made by batch_order where it ran), and the texts, which
+        # forward reads with each network's vocabulary for the rows sent to it only.
+        routes = getattr(self._routing, "routes", {})
+        known = [routes.pop(id(unit), (None, None)) for unit in units]     # each unit's batch comes once
+        if all(held is unit for (held, _), unit in zip(known, units)):
+            choice = np.array([route for _, route in known])
+        else:
+            choice = self.ensemble.route(self.ensemble.router.feeds(texts), self.predictors)
+        return {"texts": texts, "choice": choice}
 
     def forward(self, features):
-        """Each network's label probabilities, the package's own first."""
-        return [outputs[0] for outputs in self.ensemble.run(features, self.predictors)]
+        """Each network's label probabilities, the package's own first (routed: NaN on the rows
+        the router sent elsewhere, None for a network no row went to)."""
+        if self.ensemble.router is None:
+            return [outputs[0] for outputs in self.ensemble.run(features, self.predictors)]
+        outputs = self.ensemble.run_routed(features["texts"], features["choice"],
+                                           lambda network, texts: network.feeds(texts), self.predictors)
+        return [None if output is None else output[0] for output in outputs]
 
     def postprocess(self, outputs, units):
-        """Per chunk, one row of the package's label probabilities per network."""
+        """Per chunk, one row of the package's label probabilities per network (NaN where it did
+        not run)."""
         rows = []
-        for probs, columns in zip(outputs, self.columns):
+        for probs, columns, network in zip(outputs, self.columns, self.networks):
+            if probs is None:
+                probs = np.full((len(units), len(network.labels)), np.nan)
             probs = np.asarray(probs, dtype=np.float64)
             if columns != list(range(probs.shape[1])):
                 probs = probs[:, columns] / probs[:, columns].sum(axis=1, keepdims=True)
             rows.append(probs)
         return np.stack(rows, axis=1).tolist()
 
+    def batch_order(self, units, order):
+        """Routed, over more units than one batch: each network's units in batches of their own
+        (the router runs on every unit first), so a batch runs one network, not two on a few rows each."""
+        if self.ensemble.router is None or len(units) <= self.batch_size:
+            return order
+        route = {}
+        for start in range(0, len(order), self.batch_size):
+            picked = order[start:start + self.batch_size]
+            choice = self.ensemble.route(self.ensemble.router.feeds([units[k][1] for k in picked]), self.predictors)
+            route.update(zip(picked, choice.tolist()))
+        # preprocess takes the choices back, each with its unit (held, so that no other object can
+        # take its id meanwhile); per thread, as threads may share this task.
+        self._routing.routes = {id(units[k]): (units[k], r) for k, r in route.items()}
+        return sorted(order, key=route.__getitem__)     # stable: longest first within each network
+
     def network_probabilities(self, results, units) -> np.ndarray:
         """[networks, labels]: each network's probabilities for the text, its chunks' averaged,
-        weighted by their length."""
-        lengths = np.array([len(text) for _, text in units], dtype=np.float64)
-        return np.average(np.array(results), axis=0, weights=lengths)
+        weighted by their length (routed: the chunks it read; NaN for a network that read none)."""
+        results, lengths = np.array(results, dtype=np.float64), self._lengths(units)
+        if self.ensemble.router is None:
+            return np.average(results, axis=0, weights=lengths)
+        read = lengths[:, None] * ~np.isnan(results[..., 0])
+        with np.errstate(invalid="ignore"):
+            return np.nansum(results * read[..., None], axis=0) / read.sum(axis=0)[:, None]
 
     def probabilities(self, results, units) -> np.ndarray:
-        """The text's label probabilities: its networks', mixed by the ensemble weights."""
-        return self.ensemble.mix(self.network_probabilities(results, units))
+        """The text's label probabilities: its networks', mixed by the ensemble weights (routed: each
+        chunk's from the network it went to, averaged by length)."""
+        if self.ensemble.router is None:
+            return self.ensemble.mix(self.network_probabilities(results, units))
+        chosen = np.nansum(np.array(results, dtype=np.float64), axis=1)    # the one network that ran
+        return np.average(chosen, axis=0, weights=self._lengths(units))
+
+    @staticmethod
+    def _lengths(units) -> np.ndarray:
+        return np.array([len(text) for _, text in units], dtype=np.float64)
 
     def join(self, item, results, units):
         probs = self.probabilities(results, units)

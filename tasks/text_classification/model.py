@@ -50,6 +50,50 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 
 
+def hash_ngrams(ids, mask, n, buckets):
+    """int64 [B, L]: the bucket (1 .. buckets - 1) of the n chars starting at each position, 0 where
+    they run into padding.  A rolling hash of the char ids (int64: vocab * prime^2 stays far from
+    overflow); id 0 is reserved for "no n-gram here" so invalid windows contribute nothing."""
+    h = ids
+    valid = mask
+    for i in range(1, n):
+        nxt = paddle.concat([ids[:, i:], paddle.zeros_like(ids[:, :i])], axis=1)
+        # Multiply by a tensor, not a Python int: a Python scalar becomes a float `scale` op that
+        # oneDNN evaluates inexactly on large int64 values (ids then differ from training).
+        h = h * paddle.full_like(h, 1000003) + nxt
+        valid = valid * (nxt > 0).astype('int64')
+    h = paddle.remainder(h, paddle.full_like(h, buckets - 1)) + 1
+    return h * valid
+
+
+class NgramLinear(nn.Layer):
+    """Logistic regression over hashed char 1..``max_n``-grams: SentimentNet's wide part alone, for
+    a decision that needs no composition and must cost next to nothing (sentiment's genre router:
+    is this a review or a post?).  The n-gram weights are summed and scaled by 1/sqrt(#n-grams), so a
+    long text is not surer for its length alone.  Its architecture type is ``ngram_linear``."""
+
+    def __init__(self, vocab_size, buckets=262144, num_labels=2, max_n=2):
+        super().__init__()
+        self.buckets, self.max_n = buckets, max_n
+        self.uni = nn.Embedding(vocab_size, num_labels)
+        self.grams = nn.LayerList([nn.Embedding(buckets, num_labels) for _ in range(2, max_n + 1)])
+        self.bias = self.create_parameter([num_labels], is_bias=True)
+
+    def logits(self, input_ids):
+        mask_i = (input_ids > 0).astype('int64')
+        total, count = 0.0, 0.0
+        for n in range(1, self.max_n + 1):
+            ids = input_ids * mask_i if n == 1 else hash_ngrams(input_ids, mask_i, n, self.buckets)
+            table = self.uni if n == 1 else self.grams[n - 2]
+            valid = (ids > 0).astype('float32').unsqueeze(-1)
+            total = total + (table(ids) * valid).sum(axis=1)
+            count = count + valid.sum(axis=1)
+        return total / paddle.sqrt(paddle.clip(count, min=1.0)) + self.bias
+
+    def forward(self, input_ids):
+        return F.softmax(self.logits(input_ids), axis=-1)
+
+
 class SentimentNet(nn.Layer):
     def __init__(self, vocab_size, embed_dim=128, bigram_buckets=50000, trigram_buckets=0,
                  ngram_dim=64, conv_channels=192, max_kernel=5, hidden_size=0,
@@ -110,20 +154,6 @@ class SentimentNet(nn.Layer):
         self.hidden = nn.Linear(feat_dim, hidden_size) if hidden_size > 0 else None
         self.dropout = nn.Dropout(dropout)
         self.out = nn.Linear(hidden_size if hidden_size > 0 else feat_dim, num_labels)
-
-    def _hash(self, ids, mask, n, buckets):
-        # Rolling hash of n adjacent char ids (int64: vocab * prime^2 stays far from overflow).
-        # Id 0 is reserved for "no n-gram here" so invalid windows contribute nothing.
-        h = ids
-        valid = mask
-        for i in range(1, n):
-            nxt = paddle.concat([ids[:, i:], paddle.zeros_like(ids[:, :i])], axis=1)
-            # Multiply by a tensor, not a Python int: a Python scalar becomes a float `scale` op that
-            # oneDNN evaluates inexactly on large int64 values (ids then differ from training).
-            h = h * paddle.full_like(h, 1000003) + nxt
-            valid = valid * (nxt > 0).astype('int64')
-        h = paddle.remainder(h, paddle.full_like(h, buckets - 1)) + 1
-        return h * valid
 
     @staticmethod
     def _shifted(x, k):
@@ -191,12 +221,12 @@ class SentimentNet(nn.Layer):
         negated = self.negated(input_ids) if self.negator_ids else None
         total, count = 0.0, 0.0
         for n, table in ((1, self.wide_uni), (2, self.wide_bi), (3, self.wide_tri)):
-            ids = input_ids * mask_i if n == 1 else self._hash(input_ids, mask_i, n, self.wide_buckets)
+            ids = input_ids * mask_i if n == 1 else hash_ngrams(input_ids, mask_i, n, self.wide_buckets)
             valid = (ids > 0).astype('float32').unsqueeze(-1)
             if negated is None:
                 total = total + (table(ids) * valid).sum(axis=1)
             else:
-                # Each order its own buckets of the negated table (a salt n), as _hash's ids are.
+                # Each order its own buckets of the negated table (a salt n), as hash_ngrams's ids are.
                 salted = paddle.remainder(ids * paddle.full_like(ids, 7919) + paddle.full_like(ids, n),
                                           paddle.full_like(ids, self.wide_buckets - 1)) + 1
                 inside = valid * negated.astype('float32').unsqueeze(-1)
@@ -218,10 +248,10 @@ class SentimentNet(nn.Layer):
         length = paddle.clip(mask.sum(axis=1), min=1.0)               # [B, 1]
         feats = [self.char_emb(input_ids)]
         if self.bigram_buckets > 0:
-            ids2 = self._hash(input_ids, mask_i, 2, self.bigram_buckets)
+            ids2 = hash_ngrams(input_ids, mask_i, 2, self.bigram_buckets)
             feats.append(self.bigram_emb(ids2) * (ids2 > 0).astype('float32').unsqueeze(-1))
         if self.trigram_buckets > 0:
-            ids3 = self._hash(input_ids, mask_i, 3, self.trigram_buckets)
+            ids3 = hash_ngrams(input_ids, mask_i, 3, self.trigram_buckets)
             feats.append(self.trigram_emb(ids3) * (ids3 > 0).astype('float32').unsqueeze(-1))
         x = paddle.concat(feats, axis=-1) * mask                      # zero pads: padding invariance
         plain = x

@@ -1,0 +1,172 @@
+"""The genre router of sentiment_analysis' fast mode: is a text a review or a social-media post?
+
+    python -m recipes.sentiment_analysis.router --data-dir ../shared/data/sentiment \\
+        --out resources/sentiment_analysis/genre_router
+
+The fast model reads reviews best with the network trained on reviews alone, and Weibo posts best with
+one that also learnt from the posts (recipes/sentiment_analysis/NOTES.md): one network trained on
+both loses a point on the reviews.  A router sends each text to one of them, so a text costs one
+network and a few table lookups.  The router is ``ngram_linear`` (model.py): logistic regression
+over hashed char uni- and bigrams, trained on the three review sets' train splits (label
+``reviews``) against every row of SMP2020-EWECT's train splits, whatever its emotion (``posts``),
+each genre weighing the same in the loss; the epoch is chosen on the mean genre accuracy of the
+five dev splits the sentiment models select on.  It reads text as the posts' model does (the
+``social`` step first), so an emoticon code or an @-mention is one char it can weigh.
+
+A package of its own (``genre_router``), named by the fast package's ``ensemble_router``: its labels,
+in order, are the networks it sends a text to (taskflow/ensemble.py).  ``--route`` writes that fast
+package: a copy of the reviews' network with the router and the posts' network required beside it:
+
+    python -m recipes.sentiment_analysis.router --route REVIEWS_PACKAGE --out resources/sentiment_analysis/char_cnn \
+        --version 1.3.0 --data-dir ../shared/data/sentiment
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from taskflow.tasks.text_classification.train import Chars, build_vocab
+from taskflow.text import Normalizer
+from taskflow.training import (PackageDraft, Schedule, fit, framework_versions, length_batches, log, recipe_parser,
+                               seed_all)
+
+from .train import NORMALIZATION_DEFAULT, SOCIAL_ROOT, SOCIAL_SETS, TRAIN_SETS, read_tsv
+
+GENRES = ("reviews", "posts")
+
+
+def read_posts(path: Path) -> list[str]:
+    """Every post of an SMP2020-EWECT file, whatever its emotion."""
+    with open(path, encoding="utf-8", newline="") as handle:
+        return [row["text_a"] for row in csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+                if row["text_a"].strip()]
+
+
+def read_genres(data: Path, split: str) -> dict[str, tuple[list[str], list[int]]]:
+    """``{file: (texts, genre indices)}`` for each review set's and each SMP2020 set's ``split``."""
+    files = {f"{name}/{split}.tsv": read_tsv(data / name / f"{split}.tsv")[0] for name in TRAIN_SETS}
+    files.update({f"{SOCIAL_ROOT}/{name}/{split}.tsv": read_posts(data / SOCIAL_ROOT / name / f"{split}.tsv")
+                  for name in SOCIAL_SETS})
+    return {rel: (texts, [int(rel.startswith(SOCIAL_ROOT))] * len(texts)) for rel, texts in files.items()}
+
+
+def parse_args(argv):
+    p = recipe_parser("sentiment_analysis", __doc__, name=None, out="", data_required=True,
+                      data="folder holding chnsenticorp/, online_shopping_10_cats/, waimai_10k/ and smp2020_ewect/")
+    p.prog = "python -m recipes.sentiment_analysis.router"
+    p.add_argument("--buckets", type=int, default=1 << 18, help="hashed bigram buckets (default: %(default)s)")
+    p.add_argument("--min-freq", type=int, default=2, help="vocabulary: chars seen at least this often")
+    p.add_argument("--max-len", type=int, default=256, help="chars read per text (default: %(default)s)")
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--lr", type=float, default=0.02)
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--route", metavar="PACKAGE",
+                   help="no training: write PACKAGE (the reviews' network) again to --out as the routed fast package")
+    p.add_argument("--posts", default="sentiment_analysis/char_cnn_posts",
+                   help="with --route: the posts' network, as the manifest's requires names it (default: %(default)s)")
+    p.add_argument("--router", default="sentiment_analysis/genre_router",
+                   help="with --route: the router, as the manifest's requires names it (default: %(default)s)")
+    return p.parse_args(argv)
+
+
+def route(args) -> int:
+    """``--route PACKAGE``: PACKAGE's files and manifest (its training, metrics and temperature are
+    its own network's) under ``--out``, ``--name`` and ``--version``, requiring the router and the
+    posts' network: each text then runs through the router and the one network it picks."""
+    from taskflow.packages import MANIFEST, Manifest, write_package
+
+    source = Path(args.route)
+    manifest = Manifest.load(source / MANIFEST)
+    fields = {k: v for k, v in manifest.data.items() if k != "files"}
+    fields.update(name=args.name or Path(args.out).name, version=args.version,
+                  description=f"routed by genre: {GENRES[0]} to this package's own network ({manifest.name} "
+                              f"{manifest.version}: {manifest.get('description', '')}), {GENRES[1]} to "
+                              f"{args.posts.rpartition('/')[2]}, as {args.router.rpartition('/')[2]} says",
+                  requires={"posts": args.posts, "router": args.router}, ensemble=["posts"], ensemble_router="router")
+    write_package(args.out, fields, {name: source / name for name in manifest.files})
+    log(f"wrote {args.out}: {fields['name']} {fields['version']}, routed by {args.router} between its own network "
+        f"and {args.posts}")
+    return 0
+
+
+def main(argv=None) -> int:
+    import paddle
+    import paddle.nn.functional as F
+
+    from taskflow.tasks.text_classification.model import NgramLinear
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    if args.route:
+        return route(args)
+    data, started = Path(args.data_dir), time.time()
+    rng = seed_all(args.seed)
+    normalizer = Normalizer(NORMALIZATION_DEFAULT)
+    train = read_genres(data, "train")
+    texts = [t for rel in train for t in train[rel][0]]
+    genres = np.array([g for rel in train for g in train[rel][1]])
+    counts = np.bincount(genres, minlength=len(GENRES))
+    weights = (len(genres) / (len(GENRES) * counts))[genres].astype("float32")   # each genre weighs the same
+    log(f"{len(texts)} texts: {dict(zip(GENRES, counts.tolist()))}")
+    dev = read_genres(data, "dev")
+
+    vocab = build_vocab(texts, args.min_freq, normalizer)
+    chars = Chars(vocab, args.max_len, len(GENRES), normalizer=normalizer)
+    architecture = dict(vocab_size=len(vocab), buckets=args.buckets, num_labels=len(GENRES), max_n=2)
+    net = NgramLinear(**architecture)
+    rows = [chars.encode(t)[: args.max_len] for t in texts]
+
+    def accuracies() -> dict[str, float]:
+        return {rel: round(chars.accuracy(net, t, g), 4) for rel, (t, g) in dev.items()}
+
+    def evaluate():
+        each = accuracies()
+        return {"dev": float(np.mean(list(each.values()))), "splits": each}
+
+    def loss_of(batch):
+        logits = net.logits(paddle.to_tensor(chars.pad([rows[i] for i in batch])))
+        nll = F.cross_entropy(logits, paddle.to_tensor(genres[batch]), reduction="none").squeeze(-1)
+        return (nll * paddle.to_tensor(weights[batch])).mean()
+
+    lengths = [len(r) for r in rows]
+    schedule = Schedule(lr=args.lr, steps_per_epoch=-(-len(rows) // args.batch_size), epochs=args.epochs, floor=0.05)
+    run = fit(net, lambda: length_batches(lengths, args.batch_size, rng), loss_of, evaluate, schedule=schedule,
+              select="dev", grad_clip=None, description="router")
+
+    with PackageDraft(args, "sentiment_analysis", started=started) as draft:
+        # Per-label n-gram weights: int8 with a scale per label (taskflow/predictor.py), a quarter of float32.
+        draft.ship_weights(net, float16=lambda name: False, int8=lambda name: "bias" not in name)
+        (draft / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+        metrics = {f"{rel[:-len('.tsv')]}": a for rel, a in accuracies().items()}
+        log(f"genre accuracy on dev {metrics}")
+        draft.write({
+            "description": "genre router: logistic regression over hashed char uni- and bigrams, reviews or posts",
+            "architecture": {"type": "ngram_linear", **architecture},
+            "labels": list(GENRES),
+            "max_length": args.max_len,
+            "normalization": list(normalizer.steps),
+            # Table lookups and a sum: 3-4x faster on the CPU without oneDNN's per-run set-up.
+            "onednn": False,
+            "training": {
+                "train_files": list(train),
+                "examples": dict(zip(GENRES, counts.tolist())),
+                "weighting": "each genre weighs the same in the loss",
+                "selection": {"splits": list(dev), "score": "mean of the splits' genre accuracies",
+                              "chooses": "the epoch"},
+                "epochs": args.epochs, "lr": args.lr, "seed": args.seed, "history": run.history,
+                "command": "python -m recipes.sentiment_analysis.router " + " ".join(argv),
+                "seconds": round(time.time() - started),
+            },
+            "metrics": {"genre_accuracy": metrics},
+            "framework": framework_versions("paddlepaddle"),
+        })
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
