@@ -97,9 +97,13 @@ def test_download_puts_a_bundled_package_and_its_export_in_the_cache(tmp_path, m
     assert (cached / ".verified").is_file() and list(cached.glob("static/*-*/inference.*"))
     empty = tmp_path / "no_bundle"
     empty.mkdir()
-    (empty / "sentiment_analysis" / "char_cnn").mkdir(parents=True)
-    (empty / "sentiment_analysis" / "char_cnn" / "manifest.json").write_bytes((cached / "manifest.json").read_bytes())
-    monkeypatch.setattr(packages, "_bundled_root", lambda: empty)   # only the manifest ships: files from the cache
+    # The package and those it requires (the fast mode's router and posts network), all downloaded.
+    downloaded = sorted((tmp_path / "taskflow" / "sentiment_analysis").glob("*/*/manifest.json"))
+    assert {path.parent.parent.name for path in downloaded} == {"char_cnn", "char_cnn_posts", "genre_router"}
+    for manifest in downloaded:
+        (empty / "sentiment_analysis" / manifest.parent.parent.name).mkdir(parents=True)
+        (empty / "sentiment_analysis" / manifest.parent.parent.name / "manifest.json").write_bytes(manifest.read_bytes())
+    monkeypatch.setattr(packages, "_bundled_root", lambda: empty)   # only the manifests ship: files from the cache
     flow = Taskflow("sentiment_analysis", home=tmp_path, offline=True)
     assert flow.model.source == "cache" and flow(["很好"])[0]["label"] in ("positive", "negative")
 
