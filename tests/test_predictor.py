@@ -18,6 +18,7 @@ from taskflow.predictor import (
     build_config,
     import_paddle,
     inference_settings,
+    mkl_cpu_type,
 )
 from taskflow.packages import Manifest, write_package
 
@@ -52,6 +53,34 @@ def test_cpu_settings_use_threads_and_onednn():
     assert "enable_use_gpu" not in calls
     # Paddle 3.3's create_predictor fails on .json programs with memory_optim.
     assert ("enable_memory_optim" in calls) == (PADDLE_MAJOR < 3)
+
+
+AMD = "processor\t: 0\nvendor_id\t: AuthenticAMD\nflags\t\t: fpu sse2 avx avx2 fma\n\nprocessor\t: 1\n"
+INTEL = AMD.replace("AuthenticAMD", "GenuineIntel")
+
+
+@pytest.mark.parametrize("cpuinfo, environ, expected", [
+    (AMD, {}, "5"),                                         # MKL's AVX2 kernels instead of its SSE path
+    (AMD, {"MKL_DEBUG_CPU_TYPE": "2"}, None),               # the user's own setting stays
+    (AMD.replace(" avx2", ""), {}, None),                   # no AVX2: type 5 would be an illegal instruction
+    (INTEL, {}, None),                                      # MKL already picks AVX2/AVX-512 on Intel
+    ("", {}, None),
+])
+def test_mkl_gets_its_avx2_kernels_on_amd_cpus_only(cpuinfo, environ, expected):
+    assert mkl_cpu_type(cpuinfo, environ) == expected
+
+
+def test_importing_paddle_through_taskflow_sets_mkls_cpu_type_on_this_machine(tmp_path):
+    # A fresh process: MKL reads the variable at its first call, so it must be set by then.
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "MKL_DEBUG_CPU_TYPE"}
+    code = ("import os; from taskflow.predictor import import_paddle; import_paddle(); "
+            "print(os.environ.get('MKL_DEBUG_CPU_TYPE'))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    expected = mkl_cpu_type(Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else "", {})
+    assert out.stdout.strip().splitlines()[-1] == str(expected)
 
 
 def test_onednn_off_is_said_explicitly():
