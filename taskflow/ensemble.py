@@ -14,7 +14,16 @@ labels, in order, stand for the networks (the package's own, then each of its ``
 input runs through the router and then through the one network of its most probable label only, so
 an input costs one network (and the router) however many there are: a mixture of experts with a hard
 gate, for networks that are each best on a genre of their own.  Only a task that says it can route
-(text_classification, sentiment_analysis) accepts one.
+(text_classification, sentiment_analysis) accepts one.  With a router, ``ensemble_routes`` may say
+more: one entry per router label,
+
+* ``weights``: one number >= 0 per network (as ``ensemble_weights``): the inputs sent that way get
+  the mix (``ensemble_mixing``) of the networks weighted above 0, and no other network reads them;
+* ``first`` and ``confident`` (optional): the index of one of those networks, asked first; where its
+  most probable label reaches ``confident``, its answer stands and the route's other networks do
+  not run (a cascade: an expensive network reads only what a cheap one is unsure of).
+
+Without ``ensemble_routes``, label k sends its inputs to network k alone.
 
 :class:`Ensemble` holds the networks (each built by the task's own class for one network), puts
 their feeds in one batch (a member's named ``role/name``), runs each on its feeds and mixes their
@@ -30,14 +39,15 @@ mixing task's option) builds an ensemble of the package's own network alone.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Callable, Generic, Mapping, Sequence, TypeVar
 
 import numpy as np
 
 from .errors import ManifestError
 
-__all__ = ["Ensemble", "MIXINGS", "mix", "softmax", "member_feeds", "feeds_of", "ensemble_weights", "ensemble_mixing",
-           "ensemble_router"]
+__all__ = ["Ensemble", "MIXINGS", "Route", "mix", "mix_rows", "softmax", "member_feeds", "feeds_of", "ensemble_weights",
+           "ensemble_mixing", "ensemble_router", "ensemble_routes"]
 
 MIXINGS = ("arithmetic", "geometric")
 
@@ -88,17 +98,73 @@ def ensemble_router(manifest, networks: int) -> str | None:
     if not isinstance(role, str) or role not in (manifest.get("requires") or {}):
         raise ManifestError(f"model {manifest.name!r}: ensemble_router must name a role of its 'requires', got "
                             f"{role!r:.40}")
-    if networks < 2 or manifest.get("ensemble_weights") is not None or manifest.get("ensemble_mixing") is not None:
-        raise ManifestError(f"model {manifest.name!r}: ensemble_router sends each input to one network of its "
-                            "'ensemble' (which needs one member at least); a routed ensemble has no ensemble_weights "
-                            "or ensemble_mixing: remove them, or the router")
+    if networks < 2 or manifest.get("ensemble_weights") is not None:
+        raise ManifestError(f"model {manifest.name!r}: ensemble_router sends each input to the networks of one route "
+                            "(its 'ensemble' needs one member at least); a routed ensemble's weights are its "
+                            "ensemble_routes, not ensemble_weights: remove them, or the router")
+    if manifest.get("ensemble_mixing") is not None and manifest.get("ensemble_routes") is None:
+        raise ManifestError(f"model {manifest.name!r}: ensemble_mixing mixes the networks of a route; without "
+                            "ensemble_routes each route is one network: remove ensemble_mixing, or add the routes")
     return role
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a router label sends its inputs: ``weights`` (normalised, one per network; 0: the
+    network does not read them), and the cascade's ``first`` network and ``confident`` threshold."""
+
+    weights: tuple[float, ...]
+    first: int | None = None
+    confident: float = 1.0
+
+
+def ensemble_routes(manifest, networks: int, labels: int) -> list[Route]:
+    """The manifest's ``ensemble_routes``, one :class:`Route` per router label (``labels`` of them)
+    over ``networks`` networks; without the field, label k to network k alone."""
+    entries = manifest.get("ensemble_routes")
+    if entries is None:
+        return [Route(tuple(float(k == j) for j in range(networks))) for k in range(labels)]
+
+    def bad(why: str) -> ManifestError:
+        return ManifestError(f"model {manifest.name!r}: ensemble_routes {why}; it is a list of one "
+                             "{\"weights\": [...], \"first\": k, \"confident\": p} per router label, the weights one "
+                             f"number >= 0 per network ({networks}: the package's own, then each of its 'ensemble')")
+
+    if not isinstance(entries, list) or len(entries) != labels:
+        raise bad(f"must have {labels} entries, one per router label")
+    routes = []
+    for entry in entries:
+        weights = entry.get("weights") if isinstance(entry, dict) else None
+        if not (isinstance(weights, list) and len(weights) == networks and all(
+                isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0 for w in weights)
+                and sum(weights) > 0):
+            raise bad(f"has an entry whose weights are not {networks} numbers >= 0 with a positive sum: {entry!r:.80}")
+        first, confident = entry.get("first"), entry.get("confident", 1.0)
+        if first is not None and not (isinstance(first, int) and not isinstance(first, bool) and 0 <= first < networks
+                                      and weights[first] > 0):
+            raise bad(f"has a 'first' that is not the index of a network the route weighs above 0: {first!r:.20}")
+        if isinstance(confident, bool) or not isinstance(confident, (int, float)) or not 0 < confident <= 1:
+            raise bad(f"has a 'confident' that is not a probability in (0, 1]: {confident!r:.20}")
+        routes.append(Route(tuple(w / sum(weights) for w in weights), first, float(confident)))
+    return routes
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
     """softmax along the last axis (shifted by the row's largest logit, so exp cannot overflow)."""
     weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
     return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def mix_rows(probabilities: np.ndarray, weights: np.ndarray, mixing: str = "arithmetic") -> np.ndarray:
+    """[networks, rows, labels] probabilities and [rows, networks] weights (each row its own; a
+    network weighted 0 may be NaN there) -> [rows, labels], as :func:`mix` row by row."""
+    weights = np.asarray(weights, dtype=np.float64)
+    weights = weights / weights.sum(axis=1, keepdims=True)
+    probabilities = np.nan_to_num(np.asarray(probabilities, dtype=np.float64), nan=1.0)
+    weighted = weights.T[..., None]
+    if mixing == "arithmetic":
+        return (weighted * probabilities).sum(axis=0)
+    return softmax((weighted * np.log(np.clip(probabilities, 1e-12, 1.0))).sum(axis=0))
 
 
 def mix(probabilities: np.ndarray, weights: Sequence[float] | None, mixing: str = "arithmetic") -> np.ndarray:
@@ -127,17 +193,19 @@ class Ensemble(Generic[Network]):
         self.networks: list[Network] = [network(member, role) for role, member in chosen]
         router_role = ensemble_router(model.manifest, len(chosen)) if members else None
         self.router: Network | None = None
+        self.routes: list[Route] = []      # one per router label
         if router_role is not None:
             if not routes:
                 raise ManifestError(f"model {model.name!r}: its task cannot route between networks; remove "
                                     "ensemble_router from the manifest")
             router_model = model.required(router_role)
-            if len(router_model.labels) != len(chosen):
+            if model.manifest.get("ensemble_routes") is None and len(router_model.labels) != len(chosen):
                 raise ManifestError(f"model {model.name!r}: its ensemble_router {router_model.name!r} has "
                                     f"{len(router_model.labels)} labels; it needs one per network ({len(chosen)}: "
-                                    "the package's own, then each of its 'ensemble')")
+                                    "the package's own, then each of its 'ensemble'), or ensemble_routes")
             self.models.append(router_model)
             self.router = network(router_model, router_role)
+            self.routes = ensemble_routes(model.manifest, len(chosen), len(router_model.labels))
         self.weights = ensemble_weights(model.manifest, len(chosen)) if len(chosen) > 1 and not self.router else None
         self.mixing = ensemble_mixing(model.manifest)
 
@@ -174,26 +242,45 @@ class Ensemble(Generic[Network]):
         return np.asarray(predictors[-1].run(router_feeds)[0]).argmax(axis=1)
 
     def run_routed(self, inputs: Sequence, choice: np.ndarray, feeds: Callable[[Network, list], Mapping[str, Any]],
-                   predictors: Sequence) -> list[list[np.ndarray] | None]:
-        """Each network's outputs on the ``inputs`` that ``choice`` sends it (``feeds(network,
-        inputs)`` makes its feeds of just those), put back in the batch's order with NaN on the
-        other rows; None for a network no input went to."""
-        outputs = []
-        for k, (network, predictor) in enumerate(zip(self.networks, predictors)):
-            rows = np.flatnonzero(choice == k)
-            if not rows.size:
-                outputs.append(None)
-                continue
-            scattered = []
-            for output in predictor.run(feeds(network, [inputs[i] for i in rows])):
-                output = np.asarray(output, dtype=np.float64)
-                full = np.full((len(choice),) + output.shape[1:], np.nan)
-                full[rows] = output
-                scattered.append(full)
-            outputs.append(scattered)
-        return outputs
+                   predictors: Sequence, probabilities: Callable[[int, np.ndarray], np.ndarray]
+                   ) -> tuple[list[np.ndarray | None], np.ndarray]:
+        """Run the networks each input's route (``choice``) names, on those inputs only (``feeds(network,
+        inputs)`` makes a network's feeds of just them; ``probabilities(k, output)``: network k's first
+        output as the package's label probabilities).  A route's ``first`` network runs before the
+        others, which then skip the inputs it is confident of.
+
+        Returns each network's probabilities in the batch's order (NaN on rows it did not read; None
+        for a network that read none), and each input's answer: the route's mix of the networks that
+        read it, or the first network's alone where it was confident."""
+        rows_n = len(choice)
+        weights = np.array([route.weights for route in self.routes])[choice]
+        first = np.array([-1 if route.first is None else route.first for route in self.routes])[choice]
+        confident = np.array([route.confident for route in self.routes])[choice]
+        outputs: list[np.ndarray | None] = [None] * len(self)
+
+        def run(k: int, rows: np.ndarray) -> None:
+            raw = predictors[k].run(feeds(self.networks[k], [inputs[i] for i in rows]))[0]
+            probs = probabilities(k, np.asarray(raw, dtype=np.float64))
+            if outputs[k] is None:
+                outputs[k] = np.full((rows_n, probs.shape[1]), np.nan)
+            outputs[k][rows] = probs
+
+        settled = np.zeros(rows_n, dtype=bool)
+        for k in np.unique(first[first >= 0]):
+            rows = np.flatnonzero(first == k)
+            run(int(k), rows)
+            settled[rows] = outputs[k][rows].max(axis=1) >= confident[rows]
+        for k in range(len(self)):
+            rows = np.flatnonzero((weights[:, k] > 0) & ~settled & (first != k))
+            if rows.size:
+                run(k, rows)
+        weights[settled] = 0.0
+        weights[np.flatnonzero(settled), first[settled]] = 1.0
+        labels = next(output.shape[1] for output in outputs if output is not None)
+        stacked = np.stack([np.full((rows_n, labels), np.nan) if output is None else output for output in outputs])
+        return outputs, mix_rows(stacked, weights, self.mixing)
 
     def mix(self, probabilities) -> np.ndarray:
         """[networks, ..., labels] -> [..., labels], by the manifest's weights and mixing (a routed
-        ensemble does not mix: each input has the outputs of the one network it went to)."""
+        ensemble mixes each input by its route, in :meth:`run_routed`)."""
         return mix(probabilities, self.weights, self.mixing)

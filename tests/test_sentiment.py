@@ -27,9 +27,8 @@ def test_clear_sentences(senta):
         assert set(r["scores"]) == {"negative", "positive"}
 
 
-# The accurate mode's mix, as the recipe chose it on the dev splits (its manifest's ensemble_weights).
-WEIGHTS, MIXING = [0.2, 0.8], "geometric"
-ACCURATE_NETWORKS = ["encoder_ensemble", "char_cnn_neutral"]
+# The accurate mode's networks, in its manifest's order (its ensemble_routes weigh them per genre).
+ACCURATE_NETWORKS = ["encoder_ensemble", "char_cnn_neutral", "char_cnn", "char_cnn_posts"]
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +37,7 @@ def accurate():
 
 
 def test_accurate_mode_on_clear_sentences_and_contrasts(accurate):
-    """The encoder mixed with char_cnn_neutral: the clear sentences, and contrasts whose second clause decides."""
+    """The routed mix: the clear sentences, and contrasts whose second clause decides."""
     contrasts = {"虽然价格有点贵，但是味道真的很好": "positive", "快递很快，但是东西是坏的": "negative",
                  "包装很精美，可惜质量太差了": "negative", "房间不大，但是很干净": "positive"}
     results = accurate(POSITIVE + NEGATIVE + list(contrasts))
@@ -47,30 +46,43 @@ def test_accurate_mode_on_clear_sentences_and_contrasts(accurate):
         assert r["score"] == max(r["scores"].values()) and sum(r["scores"].values()) == pytest.approx(1.0)
     task = accurate.task
     assert task.manifest.name == "encoder_ensemble" and [n.model.name for n in task.networks] == ACCURATE_NETWORKS
-    assert task.ensemble.router is None          # every network reads every text
-    assert task.weights == pytest.approx(WEIGHTS) and task.mixing == MIXING
+    assert task.ensemble.router.model.name == "genre_router"
+    reviews, posts = task.ensemble.routes
+    assert reviews.weights[0] > 0 and posts.weights[0] == 0      # the encoder read reviews only: posts skip it
+    assert (reviews.first, posts.first) == (2, 3)                # each genre's char CNN answers first
     assert task.temperature is not None and task.labels == ["negative", "positive"]
 
 
-def test_accurate_mode_mixes_what_each_network_says_alone(accurate, senta):
-    """Short texts (one chunk each): the accurate score is temper(the encoder's and char_cnn_neutral's
-    probabilities of negative and positive, the latter renormalised, mixed as the manifest says),
-    each network run alone."""
+def test_accurate_mode_mixes_what_each_network_says_alone(accurate):
+    """Short texts (one chunk each): the accurate score is temper(the route's mix of its networks'
+    probabilities of negative and positive), each network run alone; where the route's first network
+    is sure, its own probabilities alone.  The texts cover both routes and both cascade outcomes."""
     from taskflow.ensemble import mix
     from taskflow.tasks.sentiment_analysis import temper
 
-    texts = ["服务态度不是很好", "这家店yyds", "房间不大，但是很干净", "看哭了[泪] //@小明:心疼"]
+    texts = ["服务态度不是很好", "这家店yyds", "房间不大，但是很干净", "看哭了[泪] //@小明:心疼", "菜还行吧，就是有点咸",
+             "这个价格还能要求什么呢", "今天天气真好[太阳]", "唉，又加班到十点[衰]", "@小红 这也太离谱了吧",
+             "刚到家，累成狗，但是很值[哈哈]", "@小李 你猜"] + POSITIVE
+    root = _bundled_root() / "sentiment_analysis"
     alone = [Taskflow("sentiment_analysis", mode="accurate", ensemble=False, offline=True, return_all_scores=True),
-             Taskflow("sentiment_analysis", neutral=True, offline=True, return_all_scores=True)]
+             Taskflow("sentiment_analysis", neutral=True, offline=True, return_all_scores=True),
+             Taskflow("sentiment_analysis", ensemble=False, offline=True, return_all_scores=True),
+             Taskflow("sentiment_analysis", task_path=root / "char_cnn_posts", offline=True, return_all_scores=True)]
     assert [flow.task.model.name for flow in alone] == ACCURATE_NETWORKS
     for flow in alone:
         flow.task.temperature = None
-    outputs = [flow(texts) for flow in alone]
+    probs = np.array([[[r["scores"]["negative"], r["scores"]["positive"]] for r in flow(texts)] for flow in alone])
+    probs /= probs.sum(axis=2, keepdims=True)
+    genres = [r["label"] for r in Taskflow("sentiment_analysis", task_path=root / "genre_router")(texts)]
+    task, seen = accurate.task, set()
     for k, (text, got) in enumerate(zip(texts, accurate(texts))):
-        two = [np.array([out[k]["scores"]["negative"], out[k]["scores"]["positive"]]) for out in outputs]
-        mixed = mix(np.array([p / p.sum() for p in two])[:, None, :], accurate.task.weights, accurate.task.mixing)[0]
-        expected = temper(mixed, accurate.task.temperature)
+        route = task.ensemble.routes[["reviews", "posts"].index(genres[k])]
+        sure = probs[route.first, k].max() >= route.confident
+        seen.add((genres[k], bool(sure)))
+        mixed = probs[route.first, k] if sure else mix(probs[:, k], route.weights, task.mixing)
+        expected = temper(mixed, task.temperature)
         assert [got["scores"]["negative"], got["scores"]["positive"]] == pytest.approx(expected, abs=1e-5), text
+    assert seen == {("reviews", True), ("reviews", False), ("posts", True), ("posts", False)}, seen
 
 
 # Hand-written posts in the Weibo manner: emoticon codes, @-mentions, 笑死 / 心好累 / 感冒的节奏.
@@ -686,8 +698,66 @@ def test_a_routed_package_runs_each_text_through_the_network_its_router_picks(ti
     assert [r["scores"] for r in alone[0](texts)] == [r["scores"] for r in seed_1(texts)]
 
 
+def _scores(flow, texts) -> np.ndarray:
+    return np.array([[r["scores"][label] for label in ("negative", "positive")] for r in flow(texts)])
+
+
+def test_a_route_mixes_its_networks_and_asks_its_first_network_first(tiny_router, tmp_path):
+    """ensemble_routes: reviews get the geometric mix of the package's own network and a third one;
+    posts go to the posts' network alone, which answers alone where it is sure and is mixed with the
+    package's own network where it is not (a cascade)."""
+    from make_tiny_models import make_tiny_sentiment
+    from taskflow.ensemble import mix
+
+    texts = ["房间很干净，服务也好", "质量很差，用了两天就坏了", "@小明 菜很好吃，下次还来[哈哈]", "客服态度很差[怒]",
+             "明天上午九点开会", "@小红 今天好开心[哈哈]", "//@小李: 又迟到了[怒]"]
+    genres = [r["label"] for r in Taskflow("sentiment_analysis", task_path=tiny_router)(texts)]
+    assert genres.count("posts") >= 3 and "reviews" in genres
+    alone = {}
+    for name, seed in (("own", 1), ("posts", 2), ("third", 3)):
+        make_tiny_sentiment(tmp_path / name, seed=seed)
+        alone[name] = _scores(Taskflow("sentiment_analysis", task_path=tmp_path / name, return_all_scores=True), texts)
+    posts_rows = [k for k, g in enumerate(genres) if g == "posts"]
+    sure = alone["posts"].max(axis=1)
+    threshold = float(np.median(sure[posts_rows]))      # some posts above it, some below
+    assert (sure[posts_rows] >= threshold).any() and (sure[posts_rows] < threshold).any()
+
+    def routed(routes):
+        package = _routed(tmp_path / f"routed_{len(list(tmp_path.iterdir()))}", tiny_router, ensemble_mixing="geometric",
+                          ensemble_routes=routes)
+        make_tiny_sentiment(package / "third", seed=3)
+        manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
+        manifest["requires"]["third"] = "./third"
+        manifest["ensemble"].append("third")
+        (package / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        return _scores(Taskflow("sentiment_analysis", task_path=package, return_all_scores=True), texts)
+
+    got = routed([{"weights": [3, 0, 1]}, {"weights": [1, 1, 0], "first": 1, "confident": threshold}])
+    for k, genre in enumerate(genres):
+        if genre == "reviews":
+            expected = mix(np.stack([alone["own"][k], alone["third"][k]]), [0.75, 0.25], "geometric")
+        elif sure[k] >= threshold:
+            expected = alone["posts"][k]
+        else:
+            expected = mix(np.stack([alone["own"][k], alone["posts"][k]]), [0.5, 0.5], "geometric")
+        assert got[k] == pytest.approx(expected, abs=1e-6), (texts[k], genre)
+    # A route of one network is that network; a threshold of 1 never stops the cascade.
+    got = routed([{"weights": [0, 0, 1]}, {"weights": [1, 1, 0], "first": 1, "confident": 1.0}])
+    for k, genre in enumerate(genres):
+        expected = (alone["third"][k] if genre == "reviews" else
+                    mix(np.stack([alone["own"][k], alone["posts"][k]]), [0.5, 0.5], "geometric"))
+        assert got[k] == pytest.approx(expected, abs=1e-6), texts[k]
+
+
 @pytest.mark.parametrize("fields, message", [
-    (dict(ensemble_weights=[1, 1]), "no ensemble_weights"),
+    (dict(ensemble_weights=[1, 1]), "not ensemble_weights"),
+    (dict(ensemble_mixing="geometric"), "without ensemble_routes each route is one network"),
+    (dict(ensemble_routes=[{"weights": [1, 0]}]), "must have 2 entries"),
+    (dict(ensemble_routes=[{"weights": [1, 0]}, {"weights": [0, 0]}]), "positive sum"),
+    (dict(ensemble_routes=[{"weights": [1, 0]}, {"weights": [1, -1]}]), "numbers >= 0"),
+    (dict(ensemble_routes=[{"weights": [1, 0], "first": 1}, {"weights": [0, 1]}]), "'first' that is not the index"),
+    (dict(ensemble_routes=[{"weights": [1, 1], "first": 0, "confident": 1.5}, {"weights": [0, 1]}]),
+     "'confident' that is not a probability"),
     (dict(ensemble_router="nobody"), "ensemble_router must name a role of its 'requires'"),
     (dict(ensemble=[]), "needs one member at least"),
 ])

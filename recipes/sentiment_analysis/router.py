@@ -19,6 +19,14 @@ package: a copy of the reviews' network with the router and the posts' network r
 
     python -m recipes.sentiment_analysis.router --route REVIEWS_PACKAGE --out resources/sentiment_analysis/char_cnn \
         --version 1.3.0 --data-dir ../shared/data/sentiment
+
+``--accurate`` writes the accurate mode's package the same way: the encoder's package, with the
+three-label char CNN, the reviews' and the posts' networks beside it and a mix per route
+(``--routes``: the manifest's ``ensemble_routes``, chosen by ``python -m
+recipes.sentiment_analysis.routes``), then ``train --calibrate`` fits its temperature:
+
+    python -m recipes.sentiment_analysis.router --accurate ENCODER_PACKAGE --routes ROUTES.json \
+        --out resources/sentiment_analysis/encoder_ensemble --version 1.3.0 --data-dir ../shared/data/sentiment
 """
 
 from __future__ import annotations
@@ -71,6 +79,14 @@ def parse_args(argv):
                    help="with --route: the posts' network, as the manifest's requires names it (default: %(default)s)")
     p.add_argument("--router", default="sentiment_analysis/genre_router",
                    help="with --route: the router, as the manifest's requires names it (default: %(default)s)")
+    p.add_argument("--accurate", metavar="PACKAGE",
+                   help="no training: write PACKAGE (the encoder's) again to --out as the routed accurate package")
+    p.add_argument("--routes", type=Path, help="with --accurate: a JSON file of the manifest's ensemble_routes and "
+                                               "ensemble_mixing ({\"ensemble_routes\": [...], \"ensemble_mixing\": ...})")
+    p.add_argument("--neutral", default="sentiment_analysis/char_cnn_neutral",
+                   help="with --accurate: the three-label char CNN (default: %(default)s)")
+    p.add_argument("--reviews", default="sentiment_analysis/char_cnn",
+                   help="with --accurate: the reviews' network's package (default: %(default)s)")
     return p.parse_args(argv)
 
 
@@ -94,6 +110,49 @@ def route(args) -> int:
     return 0
 
 
+def short(requirement: str) -> str:
+    return requirement.rpartition("/")[2]
+
+
+def describe_routes(chosen: dict, names: list[str], router: str) -> str:
+    """The manifest's description of a routed mix: per route, its networks and weights, and which one
+    answers first."""
+    parts = []
+    for genre, route in zip(GENRES, chosen["ensemble_routes"]):
+        mixed = ", ".join(f"{names[k]} {w:g}" for k, w in enumerate(route["weights"]) if w > 0)
+        first = (f"; {names[route['first']]} answers alone where its top probability is at least {route['confident']:g}"
+                 if route.get("first") is not None else "")
+        parts.append(f"{genre}: {chosen.get('ensemble_mixing', 'arithmetic')} mix of {mixed}{first}")
+    return f"mode='accurate', routed by genre ({short(router)}). " + ". ".join(parts)
+
+
+def accurate(args) -> int:
+    """``--accurate PACKAGE``: PACKAGE's files and manifest under ``--out``, requiring the router and
+    the networks ``--routes`` mixes: [PACKAGE's own, neutral, reviews, posts], in that order."""
+    import json
+
+    from taskflow.packages import MANIFEST, Manifest, write_package
+
+    if not args.routes:
+        raise SystemExit("--accurate needs --routes ROUTES.json (python -m recipes.sentiment_analysis.routes writes it)")
+    source = Path(args.accurate)
+    manifest = Manifest.load(source / MANIFEST)
+    chosen = json.loads(args.routes.read_text(encoding="utf-8"))
+    drop = ("files", "ensemble_weights", "ensemble_weights_tuning", "temperature", "calibration")
+    fields = {k: v for k, v in manifest.data.items() if k not in drop}
+    fields.update(chosen)
+    fields.update(name=args.name or Path(args.out).name, version=args.version,
+                  requires={"neutral": args.neutral, "reviews": args.reviews, "posts": args.posts, "router": args.router},
+                  ensemble=["neutral", "reviews", "posts"], ensemble_router="router",
+                  description=describe_routes(chosen, [f"the fine-tuned encoder ({manifest.get('architecture', {}).get('num_layers')}"
+                                                       f" x {manifest.get('architecture', {}).get('hidden_size')})",
+                                                       short(args.neutral), short(args.reviews) + "'s reviews network",
+                                                       short(args.posts)], args.router))
+    write_package(args.out, fields, {name: source / name for name in manifest.files})
+    log(f"wrote {args.out}: {fields['name']} {fields['version']}, routes {chosen['ensemble_routes']}")
+    return 0
+
+
 def main(argv=None) -> int:
     import paddle
     import paddle.nn.functional as F
@@ -104,6 +163,8 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.route:
         return route(args)
+    if args.accurate:
+        return accurate(args)
     data, started = Path(args.data_dir), time.time()
     rng = seed_all(args.seed)
     normalizer = Normalizer(NORMALIZATION_DEFAULT)

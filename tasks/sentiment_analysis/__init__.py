@@ -16,10 +16,12 @@ labels.
 without an opinion (announcements, facts, questions, schedules); ``return_all_scores`` then gives
 three probabilities.  The default keeps the two labels.
 
-``mode="accurate"`` runs ``encoder_ensemble``: a fine-tuning for sentiment of the project's
-pretrained char encoder, its probabilities mixed with char_cnn_neutral's of negative and positive
-(a weighted geometric mean: ``ensemble_weights`` and ``ensemble_mixing``, chosen on the dev splits
-of the reviews and the Weibo posts); ``mode="fast"`` is the default char_cnn.
+``mode="accurate"`` runs ``encoder_ensemble``: the fast mode's router sends each text down a route
+(``ensemble_routes``, chosen on the dev splits of the reviews and the Weibo posts).  A review is
+read first by the fast mode's reviews network; where it is unsure, by a mix of a fine-tuning of
+the project's pretrained char encoder, char_cnn_neutral and both char CNNs.  A post gets the posts
+network, mixed with char_cnn_neutral where it is unsure (the encoder learnt from reviews only).
+``mode="fast"`` is the default char_cnn.
 
 This is :mod:`taskflow.tasks.text_classification` with a bundled model whose labels are
 negative / positive (a package trained on your own file keeps your labels).
@@ -63,8 +65,8 @@ class SentimentAnalysisTask(TextClassificationTask):
     """
 
     default_model = "char_cnn"
-    # accurate: a fine-tuned encoder mixed with char_cnn_neutral (reads negation, contrast and Weibo posts;
-    # ~25x the time).
+    # accurate: routed like fast; the fine-tuned encoder reads the reviews the fast network is unsure of
+    # (negation, contrast).
     modes = {"fast": "char_cnn", "accurate": "encoder_ensemble"}
     # neutral=True runs the three-label char CNN (also the accurate mode's char CNN).
     option_models = {"neutral": "char_cnn_neutral"}

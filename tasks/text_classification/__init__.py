@@ -22,9 +22,10 @@ A package may name an ``ensemble`` of classifiers it requires (sentiment_analysi
 does): each reads the package's chunks with its own vocabulary and normalisation, and a text's
 probabilities are each network's, mixed as the manifest says (``ensemble_weights``,
 ``ensemble_mixing``: ``taskflow.ensemble``); ``ensemble=False`` runs the package's own network
-alone.  Or it may name an ``ensemble_router`` (sentiment_analysis' fast mode does): a classifier
-that sends each chunk to one of the networks; a call's chunks are batched by the network they go
-to, and each network reads only its own.
+alone.  Or it may name an ``ensemble_router`` (both sentiment_analysis modes do): a classifier
+that sends each chunk down a route, one network or a mix of some (``ensemble_routes``, where a
+cheap network may answer first and the others read only what it is unsure of); a call's chunks
+are batched by their route, and each network reads only the chunks sent to it.
 """
 
 from __future__ import annotations
@@ -176,21 +177,27 @@ class TextClassificationTask(TextTask):
         the router sent elsewhere, None for a network no row went to)."""
         if self.ensemble.router is None:
             return [outputs[0] for outputs in self.ensemble.run(features, self.predictors)]
-        outputs = self.ensemble.run_routed(features["texts"], features["choice"],
-                                           lambda network, texts: network.feeds(texts), self.predictors)
-        return [None if output is None else output[0] for output in outputs]
+        outputs, mixed = self.ensemble.run_routed(features["texts"], features["choice"],
+                                                  lambda network, texts: network.feeds(texts), self.predictors,
+                                                  lambda k, probs: self._package_labels(k, probs))
+        return outputs + [mixed]
+
+    def _package_labels(self, k: int, probs: np.ndarray) -> np.ndarray:
+        """Network k's probabilities of the package's labels, in the package's order."""
+        probs = np.asarray(probs, dtype=np.float64)
+        columns = self.columns[k]
+        if columns != list(range(probs.shape[1])):
+            probs = probs[:, columns] / probs[:, columns].sum(axis=1, keepdims=True)
+        return probs
 
     def postprocess(self, outputs, units):
         """Per chunk, one row of the package's label probabilities per network (NaN where it did
-        not run)."""
+        not run); routed, one more: the chunk's answer (its route's mix)."""
         rows = []
-        for probs, columns, network in zip(outputs, self.columns, self.networks):
+        for k, probs in enumerate(outputs):
             if probs is None:
-                probs = np.full((len(units), len(network.labels)), np.nan)
-            probs = np.asarray(probs, dtype=np.float64)
-            if columns != list(range(probs.shape[1])):
-                probs = probs[:, columns] / probs[:, columns].sum(axis=1, keepdims=True)
-            rows.append(probs)
+                probs = np.full((len(units), len(self.labels)), np.nan)
+            rows.append(self._package_labels(k, probs) if k < len(self.networks) else np.asarray(probs))
         return np.stack(rows, axis=1).tolist()
 
     def batch_order(self, units, order):
@@ -214,17 +221,18 @@ class TextClassificationTask(TextTask):
         results, lengths = np.array(results, dtype=np.float64), self._lengths(units)
         if self.ensemble.router is None:
             return np.average(results, axis=0, weights=lengths)
+        results = results[:, :len(self.networks)]      # the last row is the chunk's answer
         read = lengths[:, None] * ~np.isnan(results[..., 0])
         with np.errstate(invalid="ignore"):
             return np.nansum(results * read[..., None], axis=0) / read.sum(axis=0)[:, None]
 
     def probabilities(self, results, units) -> np.ndarray:
         """The text's label probabilities: its networks', mixed by the ensemble weights (routed: each
-        chunk's from the network it went to, averaged by length)."""
+        chunk's answer from its route, averaged by length)."""
         if self.ensemble.router is None:
             return self.ensemble.mix(self.network_probabilities(results, units))
-        chosen = np.nansum(np.array(results, dtype=np.float64), axis=1)    # the one network that ran
-        return np.average(chosen, axis=0, weights=self._lengths(units))
+        answers = np.array(results, dtype=np.float64)[:, -1]
+        return np.average(answers, axis=0, weights=self._lengths(units))
 
     @staticmethod
     def _lengths(units) -> np.ndarray:
