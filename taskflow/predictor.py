@@ -10,6 +10,7 @@ global state except inside context managers that restore it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -378,6 +379,12 @@ def _private_export_root() -> Path:
     return private
 
 
+# Batches of at most this many rows run without oneDNN (see Predictor).  Plain kernels were faster
+# up to 4 rows for the sentiment char CNN and the encoder and oneDNN from 8 (1.4x at 16), but with 4
+# a single review cut into more chunks still grew memory; 16 keeps one-text calls flat.
+SMALL_BATCH = 16
+
+
 class Predictor:
     """Runs one network on numpy feeds and returns numpy outputs.
 
@@ -386,6 +393,12 @@ class Predictor:
     so new weights are exported again.  Calls are thread-safe: each thread
     gets its own clone of the Paddle Inference predictor, which shares the
     weights but not the scratch tensors.
+
+    On a CPU with oneDNN on, a batch of at most ``SMALL_BATCH`` rows runs on a second predictor
+    without oneDNN, made at the first such call: oneDNN builds kernels for every new input shape
+    and keeps them, so one-text calls (each of its own length) grew memory with every call and ran
+    slower than plain kernels, while batches of eight rows and more gain from it (figures in
+    recipes/sentiment_analysis/NOTES.md).
     """
 
     def __init__(
@@ -403,10 +416,18 @@ class Predictor:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._paddle = import_paddle()
+        # Options of the predictor for small batches: None where they are the same as for the others.
+        self._single_options = (dataclasses.replace(self.options, onednn=False)
+                                if self.options.static and self.options.device.kind == "cpu" and self.options.onednn
+                                else None)
+        self._roots: dict[bool, object] = {}     # small batch? -> the predictor threads clone
+        self._taken: set[bool] = set()           # roots already given to a thread
         if self.options.static:
             self.model_file, self.params_file = self._export(Path(export_dir), weights_key)
-            self._root = self._create()
-            self.output_names = self._root.get_output_names()
+            # Kept so a caller (or a test) can read back what the batches' predictor was made from.
+            self.config = build_config(self.model_file, self.params_file, self.options, self.inputs)
+            self._roots[False] = self._create(self.config)
+            self.output_names = self._roots[False].get_output_names()
         else:
             with paddle_device(self.options.device):
                 self._network = build_network()
@@ -471,24 +492,31 @@ class Predictor:
             raise ExportError(f"the static export in {target} changed while it was written; run again")
         return found
 
-    def _create(self):
+    @staticmethod
+    def _create(config):
         from paddle import inference
 
-        # Kept so a caller (or a test) can read back what this predictor was configured with.
-        self.config = build_config(self.model_file, self.params_file, self.options, self.inputs)
-        return inference.create_predictor(self.config)
+        return inference.create_predictor(config)
 
-    def _thread_predictor(self):
-        predictor = getattr(self._local, "predictor", None)
+    def _thread_predictor(self, small: bool):
+        """This thread's predictor for batches of at most SMALL_BATCH rows (``small``) or for the others."""
+        single = small and self._single_options is not None
+        predictors = getattr(self._local, "predictors", None)
+        if predictors is None:
+            predictors = self._local.predictors = {}
+        predictor = predictors.get(single)
         if predictor is None:
             with self._lock:
-                # The creating thread uses the root; others clone it (weights are shared).
-                if not getattr(self, "_root_taken", False):
-                    self._root_taken = True
-                    predictor = self._root
+                if single not in self._roots:
+                    self._roots[single] = self._create(
+                        build_config(self.model_file, self.params_file, self._single_options, self.inputs))
+                # The first thread uses the root; others clone it (weights are shared).
+                if single not in self._taken:
+                    self._taken.add(single)
+                    predictor = self._roots[single]
                 else:
-                    predictor = self._root.clone()
-            self._local.predictor = predictor
+                    predictor = self._roots[single].clone()
+            predictors[single] = predictor
         return predictor
 
     # -------------------------------------------------------------------- run
@@ -499,7 +527,8 @@ class Predictor:
             raise KeyError(f"missing feed(s) {missing}; the network takes {[s.name for s in self.inputs]}")
         if not self.options.static:
             return self._run_dynamic(feeds)
-        predictor = self._thread_predictor()
+        rows = max((np.shape(feeds[spec.name])[0] for spec in self.inputs if np.ndim(feeds[spec.name])), default=1)
+        predictor = self._thread_predictor(small=rows <= SMALL_BATCH)
         for spec in self.inputs:
             array = np.ascontiguousarray(feeds[spec.name], dtype=spec.dtype)
             handle = predictor.get_input_handle(spec.name)

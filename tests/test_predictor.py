@@ -159,6 +159,28 @@ def test_the_taskflows_own_cpu_config_is_what_was_asked(tiny_sentiment, tmp_path
     assert config.mkldnn_enabled()
 
 
+def test_small_batches_run_without_onednn_and_agree_with_large_ones(tiny_sentiment, tmp_path):
+    """A batch of at most SMALL_BATCH rows runs on a second predictor, made at the first such call,
+    with oneDNN off (oneDNN keeps kernels per input shape: one-text calls grew memory); both give the
+    probabilities of the dynamic graph."""
+    from taskflow.predictor import SMALL_BATCH
+
+    texts = ["这家酒店很干净，服务也好", "等了一个小时还没上菜", "一般般吧", "房间很小"] * 8
+    flow = Taskflow("sentiment_analysis", task_path=tiny_sentiment, home=tmp_path, return_all_scores=True, batch_size=32)
+    predictor = flow.task.predictor
+    big = flow(texts)                                   # one batch of 32 rows
+    assert list(predictor._roots) == [False]
+    small = [flow([t])[0] for t in texts[:4]]           # one row a call
+    assert sorted(predictor._roots) == [False, True] and len(texts) > SMALL_BATCH
+    for a, b in zip(big, small):
+        assert a["scores"] == pytest.approx(b["scores"], abs=1e-5)
+    plain = Taskflow("sentiment_analysis", task_path=tiny_sentiment, home=tmp_path, static=False, return_all_scores=True)
+    for a, b in zip(plain(texts[:4]), small):
+        assert a["scores"] == pytest.approx(b["scores"], abs=1e-5)
+    assert predictor._roots[True] is not predictor._roots[False]
+    assert predictor._single_options.onednn is False and predictor.options.onednn is True
+
+
 def _static_dirs(home):
     """Every export under ``home``: a pinned model's beside its cached package, a task_path one's in .exports."""
     root = home / "taskflow"
