@@ -4,7 +4,8 @@ The dynamic-graph network (a ``paddle.nn.Layer``) is exported once per model
 weights and Paddle IR format into the cache (``.json`` under Paddle 3's PIR,
 ``.pdmodel`` under Paddle 2), then served by a Paddle Inference predictor.
 Every setting lives on the :class:`Predictor`; nothing here changes Paddle's
-global state except inside context managers that restore it.
+global state except inside context managers that restore it, and the one
+environment variable :func:`mkl_cpu_type` sets on AMD CPUs before Paddle loads.
 """
 
 from __future__ import annotations
