@@ -193,11 +193,12 @@ class TextClassificationTask(TextTask):
     def postprocess(self, outputs, units):
         """Per chunk, one row of the package's label probabilities per network (NaN where it did
         not run); routed, one more: the chunk's answer (its route's mix)."""
+        routed = self.ensemble.router is not None     # forward has put them in the package's labels already
         rows = []
         for k, probs in enumerate(outputs):
             if probs is None:
                 probs = np.full((len(units), len(self.labels)), np.nan)
-            rows.append(self._package_labels(k, probs) if k < len(self.networks) else np.asarray(probs))
+            rows.append(np.asarray(probs, dtype=np.float64) if routed else self._package_labels(k, probs))
         return np.stack(rows, axis=1).tolist()
 
     def batch_order(self, units, order):
