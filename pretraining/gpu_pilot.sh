@@ -10,7 +10,7 @@
 #   # call 1..n-1: gather corpus shards (each call carries other pieces, with shards.json)
 #   SHARDS=.gpu/shardsA W=/tmp/g bash pretraining/gpu_pilot.sh gather
 #   # call n: the pilot
-#   SHARDS=.gpu/shardsB DATA=.gpu/data.tar.xz WHEELS=".gpu/whl/*.whl" CHECKPOINT=.gpu/mlm_6x384_28k \
+#   SHARDS=.gpu/shardsB DATA=.gpu/data.tar.xz WHEELS=".gpu/whl/*.whl" CHECKPOINT=.gpu/mlm_6x384_34k \
 #       W=/tmp/g bash pretraining/gpu_pilot.sh pilot
 #   # call n+1, on the still-warm machine: what did not fit
 #   W=/tmp/g bash pretraining/gpu_pilot.sh rest

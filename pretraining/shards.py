@@ -1,7 +1,7 @@
 """Corpus parts as compact token-id shards, to carry the whole corpus to a GPU machine in pieces.
 
     python -m pretraining.shards --corpus ../shared/data/corpus/*.txt.gz runs/labelled_train.txt.gz \\
-        --checkpoint pretraining/checkpoints/mlm_6x384_28k --out runs/shards --piece-mib 14
+        --checkpoint pretraining/checkpoints/mlm_6x384_34k --out runs/shards --piece-mib 14
 
 Each part is tokenised once here (the encoder's normalisation, the checkpoint's vocabulary), cut at
 document ends into pieces of about ``--piece-mib`` compressed, and written as ``NAME.NNN.u16.xz``:
