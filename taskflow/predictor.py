@@ -396,10 +396,10 @@ class Predictor:
     weights but not the scratch tensors.
 
     On a CPU with oneDNN on, a batch of at most ``SMALL_BATCH`` rows runs on a second predictor
-    without oneDNN, made at the first such call: oneDNN builds kernels for every new input shape
-    and keeps them, so one-text calls (each of its own length) grew memory with every call and ran
-    slower than plain kernels, while batches of eight rows and more gain from it (figures in
-    recipes/sentiment_analysis/NOTES.md).
+    without oneDNN; each of the two is made at the first call that needs it. oneDNN builds kernels
+    for every new input shape and keeps them, so one-text calls (each of its own length) grew memory
+    with every call and ran slower than plain kernels, while batches of eight rows and more gain
+    from it (figures in recipes/sentiment_analysis/NOTES.md).
     """
 
     def __init__(
@@ -427,8 +427,8 @@ class Predictor:
             self.model_file, self.params_file = self._export(Path(export_dir), weights_key)
             # Kept so a caller (or a test) can read back what the batches' predictor was made from.
             self.config = build_config(self.model_file, self.params_file, self.options, self.inputs)
-            self._roots[False] = self._create(self.config)
-            self.output_names = self._roots[False].get_output_names()
+            # Each predictor is made at the first batch that needs it: a process that only ever
+            # sends one text a call (or only batches) makes one, and its first result comes sooner.
         else:
             with paddle_device(self.options.device):
                 self._network = build_network()
@@ -510,7 +510,8 @@ class Predictor:
             with self._lock:
                 if single not in self._roots:
                     self._roots[single] = self._create(
-                        build_config(self.model_file, self.params_file, self._single_options, self.inputs))
+                        build_config(self.model_file, self.params_file, self._single_options, self.inputs)
+                        if single else self.config)
                 # The first thread uses the root; others clone it (weights are shared).
                 if single not in self._taken:
                     self._taken.add(single)
@@ -536,7 +537,7 @@ class Predictor:
             handle.reshape(array.shape)
             handle.copy_from_cpu(array)
         predictor.run()
-        return [predictor.get_output_handle(name).copy_to_cpu() for name in self.output_names]
+        return [predictor.get_output_handle(name).copy_to_cpu() for name in predictor.get_output_names()]
 
     def _run_dynamic(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         paddle = self._paddle

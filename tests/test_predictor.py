@@ -168,6 +168,7 @@ def test_small_batches_run_without_onednn_and_agree_with_large_ones(tiny_sentime
     texts = ["这家酒店很干净，服务也好", "等了一个小时还没上菜", "一般般吧", "房间很小"] * 8
     flow = Taskflow("sentiment_analysis", task_path=tiny_sentiment, home=tmp_path, return_all_scores=True, batch_size=32)
     predictor = flow.task.predictor
+    assert predictor._roots == {}                       # each predictor is made at its first call
     big = flow(texts)                                   # one batch of 32 rows
     assert list(predictor._roots) == [False]
     small = [flow([t])[0] for t in texts[:4]]           # one row a call
@@ -179,6 +180,10 @@ def test_small_batches_run_without_onednn_and_agree_with_large_ones(tiny_sentime
         assert a["scores"] == pytest.approx(b["scores"], abs=1e-5)
     assert predictor._roots[True] is not predictor._roots[False]
     assert predictor._single_options.onednn is False and predictor.options.onednn is True
+    # A process that sends one text a call never makes the batches' predictor.
+    single = Taskflow("sentiment_analysis", task_path=tiny_sentiment, home=tmp_path, return_all_scores=True)
+    assert single([texts[0]])[0]["scores"] == pytest.approx(small[0]["scores"], abs=1e-6)
+    assert list(single.task.predictor._roots) == [True]
 
 
 def _static_dirs(home):
