@@ -500,13 +500,15 @@ class Predictor:
         return inference.create_predictor(config)
 
     def _thread_predictor(self, small: bool):
-        """This thread's predictor for batches of at most SMALL_BATCH rows (``small``) or for the others."""
+        """This thread's predictor for batches of at most SMALL_BATCH rows (``small``) or for the
+        others, with its input handles (in ``self.inputs``' order) and output handles: a handle
+        stays bound to its tensor, so each is asked for once, not at every run."""
         single = small and self._single_options is not None
         predictors = getattr(self._local, "predictors", None)
         if predictors is None:
             predictors = self._local.predictors = {}
-        predictor = predictors.get(single)
-        if predictor is None:
+        bound = predictors.get(single)
+        if bound is None:
             with self._lock:
                 if single not in self._roots:
                     self._roots[single] = self._create(
@@ -518,8 +520,9 @@ class Predictor:
                     predictor = self._roots[single]
                 else:
                     predictor = self._roots[single].clone()
-            predictors[single] = predictor
-        return predictor
+            bound = predictors[single] = (predictor, [predictor.get_input_handle(s.name) for s in self.inputs],
+                                          [predictor.get_output_handle(n) for n in predictor.get_output_names()])
+        return bound
 
     # -------------------------------------------------------------------- run
     def run(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
@@ -530,14 +533,13 @@ class Predictor:
         if not self.options.static:
             return self._run_dynamic(feeds)
         rows = max((np.shape(feeds[spec.name])[0] for spec in self.inputs if np.ndim(feeds[spec.name])), default=1)
-        predictor = self._thread_predictor(small=rows <= SMALL_BATCH)
-        for spec in self.inputs:
+        predictor, inputs, outputs = self._thread_predictor(small=rows <= SMALL_BATCH)
+        for spec, handle in zip(self.inputs, inputs):
             array = np.ascontiguousarray(feeds[spec.name], dtype=spec.dtype)
-            handle = predictor.get_input_handle(spec.name)
             handle.reshape(array.shape)
             handle.copy_from_cpu(array)
         predictor.run()
-        return [predictor.get_output_handle(name).copy_to_cpu() for name in predictor.get_output_names()]
+        return [handle.copy_to_cpu() for handle in outputs]
 
     def _run_dynamic(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         paddle = self._paddle

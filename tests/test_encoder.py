@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 from taskflow import Taskflow
+from taskflow.errors import ManifestError
 from taskflow.encoder import CLS, NORMALIZATION, SEP, SPECIAL_TOKENS, CharVocab, add_cls_sep
 from taskflow.model import Model, network_class
 from taskflow.packages import write_package
@@ -479,6 +480,92 @@ def test_a_span_encoder_votes_in_an_ensemble_reading_each_window_in_pieces(parit
     batched = Taskflow("reading_comprehension", task_path=str(package), top_k=3)([long_item, item])
     one_by_one = Taskflow("reading_comprehension", task_path=str(package), top_k=3, batch_size=1)([long_item, item])
     assert [[(a["start"], a["end"]) for a in r] for r in batched] == [[(a["start"], a["end"]) for a in r] for r in one_by_one]
+
+
+def test_a_focused_encoder_reads_only_the_pieces_that_hold_the_other_readers_best_spans(parity, tiny_models, tmp_path):
+    """With ``encoder_focus`` k, the member encoder reads, of each window, the pieces holding the
+    other readers' k best spans: a span there scores the mean as before, a span in no piece read
+    the other readers' share alone."""
+    char_reader = tiny_models["reading_comprehension"]
+    package = _reader_with_encoder(tmp_path / "ensemble", parity, char_reader, encoder_focus=1)
+
+    def spans(path, item, **options):
+        results = Taskflow("reading_comprehension", task_path=str(path), top_k=1000, **options)(item)[0]
+        return {(r["start"], r["end"]): r["score"] for r in results}
+
+    item = (_chars(0, 30), _chars(3, 5))
+    own = spans(char_reader, item)
+    best = max(own, key=own.get)
+    flow = Taskflow("reading_comprehension", task_path=str(package))
+    assert flow.task.encoder_focus == 1
+    member = flow.task.readers[1]
+    read = member.focus(member.prepare(flow.task.check_item(item, 0)), 0, 30, [(*best, own[best])])
+    assert len(read) == 1 and read[0][0] <= best[0] and best[1] <= read[0][1]
+    (a, b), = read
+    units = flow.task.split(flow.task.check_item(item, 0))
+    outputs = flow.task.forward(flow.task.preprocess(units))
+    assert outputs[-1] == [read] and len(outputs[-2]) == 1       # the encoder read one row: that piece
+    piece = {(s + a, e + a): score for (s, e), score in spans(package / "encoder", (item[0][a:b], item[1])).items()}
+    mixed = {span: (score + piece.get(span, 0.0)) / 2 for span, score in own.items()}
+    answer = flow(item)[0]
+    assert (answer["start"], answer["end"]) == max(mixed, key=mixed.get)
+    assert answer["score"] == pytest.approx(max(mixed.values()), rel=1e-4)
+    # Batched with a long context, answers stay the same, and the encoder reads fewer rows.
+    long_item = (_chars(0, 90), _chars(3, 5))
+    batched = Taskflow("reading_comprehension", task_path=str(package))([long_item, item])
+    one_by_one = Taskflow("reading_comprehension", task_path=str(package), batch_size=1)([long_item, item])
+    assert [(a["start"], a["end"]) for a in batched] == [(a["start"], a["end"]) for a in one_by_one]
+
+
+def _reader_with_encoder(package, parity, char_reader, **fields):
+    """The tiny char reader with a member span encoder reading windows of 16 chars (4 overlap)."""
+    shutil.copytree(char_reader, package)
+    _package(package / "encoder", parity, "transformer_span", task="reading_comprehension",
+             max_seq_len=24, doc_stride=4, max_question_len=5, max_answer_len=10)
+    manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
+    manifest.update(requires={"encoder": "./encoder"}, ensemble=["encoder"], **fields)
+    (package / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return package
+
+
+def test_the_encoder_focus_tuner_scores_each_focus_as_the_product_answers_with_it(parity, tiny_models, tmp_path):
+    """The tuner reads every piece once and decodes each focus from the kept outputs: its F1 for
+    a focus is the F1 of the product running with that focus."""
+    from recipes.reading_comprehension.calibrate import tune_encoder_focus
+    from taskflow.tasks.reading_comprehension.metrics import evaluate
+
+    package = _reader_with_encoder(tmp_path / "ensemble", parity, tiny_models["reading_comprehension"])
+    rows = [{"context": _chars(k, 40 + 9 * k), "question": _chars(k + 3, k + 6), "answers": [_chars(k + 3, k + 6)]}
+            for k in range(6)]
+    tuned = tune_encoder_focus(package, rows, candidates=(1, 2), max_f1_drop=100.0)
+    grid = tuned["encoder_focus_tuning"]["grid"]
+    assert [row[0] for row in grid] == [0, 1, 2] and grid[0][3] == 1.0 and 0 < grid[1][3] <= grid[2][3] < 1
+    assert tuned["encoder_focus"] == 1                      # the fewest spans within the (here unbounded) drop
+    for focus, f1, _, _ in grid:
+        manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
+        manifest.pop("encoder_focus", None)
+        (package / "manifest.json").write_text(json.dumps({**manifest, **({"encoder_focus": focus} if focus else {})}),
+                                               encoding="utf-8")
+        answers = [out["answer"] for out in Taskflow("reading_comprehension", task_path=str(package))(
+            [(row["context"], row["question"]) for row in rows])]
+        assert evaluate([row["answers"] for row in rows], answers)["f1"] == pytest.approx(f1, abs=1e-3), focus
+
+
+def test_encoder_focus_is_a_positive_int_for_an_ensemble_with_an_encoder(tiny_models, tmp_path):
+    package = tmp_path / "reader"
+    shutil.copytree(tiny_models["reading_comprehension"], package)
+    manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
+    for focus in (0, "2", True):
+        (package / "manifest.json").write_text(json.dumps({**manifest, "encoder_focus": focus}), encoding="utf-8")
+        with pytest.raises(ManifestError, match="encoder_focus must be a positive int"):
+            Taskflow("reading_comprehension", task_path=str(package), ensemble=False)
+    (package / "manifest.json").write_text(json.dumps({**manifest, "encoder_focus": 2}), encoding="utf-8")
+    Taskflow("reading_comprehension", task_path=str(package))       # no ensemble: nothing to focus
+    shutil.copytree(tiny_models["reading_comprehension"], package / "member")
+    (package / "manifest.json").write_text(json.dumps({**manifest, "encoder_focus": 2, "requires": {"word": "./member"},
+                                                       "ensemble": ["word"]}), encoding="utf-8")
+    with pytest.raises(ManifestError, match="its ensemble has none"):
+        Taskflow("reading_comprehension", task_path=str(package))
 
 
 def test_span_logits_put_padding_out_of_reach(parity, static_runs):

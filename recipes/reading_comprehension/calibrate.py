@@ -61,6 +61,17 @@ Tune the weights first, then the null model, which depends on them:
     python -m recipes.reading_comprehension.calibrate ensemble-weights \
         --package resources/reading_comprehension/reader_ensemble --answerable ../shared/data/mrc/cmrc2018/trial.json --write
 
+**Encoder focus** (``encoder_focus``, for an ensemble with a member encoder): the encoder is most
+of the accurate mode's time, and reads each window in several overlapping pieces.  With a focus k
+it reads, of each window, only the pieces that hold the other readers' k best spans (their
+weights renormalised); a span in no piece it read gets their share alone.  ``encoder-focus``
+scores every piece and each candidate k on the answerable set and keeps the fewest spans within
+``--max-f1-drop`` F1 points (0.3) of reading every piece.  Tune it after the weights, and fit the
+null model after it:
+
+    python -m recipes.reading_comprehension.calibrate encoder-focus \
+        --package resources/reading_comprehension/reader_ensemble --answerable ../shared/data/mrc/cmrc2018/trial.json --write
+
 ``--write`` stores the figures in the package's manifest (its files stay as they are); without
 it the command only prints them.  ``data`` and ``metrics`` above are the task's modules
 (``taskflow.tasks.reading_comprehension.data`` and ``.metrics``).
@@ -78,7 +89,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 __all__ = ["margin", "tune_null_threshold", "fit_null_model", "read_unanswerable", "package_scores", "tune_package",
-           "tune_ensemble_weights", "length_log_prior", "length_prior_fields", "main"]
+           "tune_ensemble_weights", "tune_encoder_focus", "length_log_prior", "length_prior_fields", "main"]
 
 DEFAULT_UNANSWERABLE = Path(__file__).resolve().parent / "dev" / "unanswerable_tune.jsonl"
 _TINY = 1e-300
@@ -268,6 +279,7 @@ def tune_ensemble_weights(package: str | Path, rows: list[dict], step: float = 0
 
     task = SameOutputs(shipped.model, batch_size=shipped.batch_size, max_answer_len=shipped.max_answer_len,
                        max_seq_len=shipped.max_seq_len, doc_stride=shipped.doc_stride)
+    task.encoder_focus = None      # every piece: which pieces a focused encoder reads depends on the weights
     items = [task.check_item((row["context"], row["question"]), i) for i, row in enumerate(rows)]
     references = [row["answers"] for row in rows]
     reference_length = float(np.mean([np.mean([len(a) for a in answers]) for answers in references]))
@@ -290,6 +302,91 @@ def tune_ensemble_weights(package: str | Path, rows: list[dict], step: float = 0
                                         "max_length_ratio": max_length_ratio, "questions": len(rows), "step": step,
                                         "grid": [[*(round(w, 4) for w in ws), round(f, 3), round(e, 3), round(r, 3)]
                                                  for f, e, r, ws in scored]}}
+
+
+class _RowCache:
+    """A predictor whose outputs are kept row by row, keyed by the row's feeds without their
+    padding: a piece the encoder read once is not read again when another focus asks for it."""
+
+    def __init__(self, predictor):
+        self.predictor, self.rows = predictor, {}
+
+    @staticmethod
+    def _key(feeds: dict, row: int) -> bytes:
+        return b"|".join(np.trim_zeros(np.asarray(v[row]).ravel(), "b").tobytes() for _, v in sorted(feeds.items()))
+
+    def run(self, feeds: dict) -> list[np.ndarray]:
+        rows = len(next(iter(feeds.values())))
+        keys = [self._key(feeds, r) for r in range(rows)]
+        if any(key not in self.rows for key in keys):
+            outputs = [np.asarray(o) for o in self.predictor.run(feeds)]
+            for r, key in enumerate(keys):
+                self.rows[key] = [o[r] for o in outputs]
+        kept = [self.rows[key] for key in keys]
+        out = []
+        for k in range(len(kept[0])):     # rows of other batches may be shorter: pad to the longest
+            width = max(row[k].shape for row in kept)
+            out.append(np.stack([np.pad(row[k], [(0, w - d) for w, d in zip(width, row[k].shape)]) for row in kept]))
+        return out
+
+
+def tune_encoder_focus(package: str | Path, rows: list[dict], candidates: Sequence[int] = (1, 2, 3, 4, 5, 6, 8, 10),
+                       max_f1_drop: float = 0.3) -> dict:
+    """The ``encoder_focus`` of ``package`` (an ensemble with a member encoder): the fewest of the
+    other readers' best spans whose pieces the encoder reads (``EncoderReader.focus``) with an F1 on
+    ``rows`` (answerable, no "no answer") at most ``max_f1_drop`` points under reading every piece.
+    Every piece is read once (each network's outputs are kept row by row); only the decoding
+    repeats.  ``encoder_focus_tuning.grid`` lists each candidate (0: every piece) with its F1, EM and
+    the share of the pieces the encoder read."""
+    from taskflow import Taskflow
+    from taskflow.tasks.reading_comprehension import ReadingComprehensionTask
+    from taskflow.tasks.reading_comprehension.metrics import evaluate
+
+    shipped = Taskflow("reading_comprehension", task_path=str(package)).task
+    encoders = [k for k, reader in enumerate(shipped.readers) if k and hasattr(reader, "focus")]
+    if not encoders:
+        raise SystemExit(f"{package} has no member encoder: nothing to focus")
+    focused = encoders[0]
+
+    class Counted(ReadingComprehensionTask):
+        """The task with kept outputs, counting the pieces its encoder reads and could read."""
+        read = possible = 0
+        kept: list = []
+
+        @property
+        def predictors(self):
+            if not Counted.kept:
+                Counted.kept = [_RowCache(predictor) for predictor in super().predictors]
+            return Counted.kept
+
+        def forward(self, features):
+            outputs = super().forward(features)
+            if self.encoder_focus is not None:
+                encoder = self.readers[focused]
+                Counted.read += sum(len(p) for p in outputs[-1])
+                Counted.possible += sum(len(encoder.pieces(u.prepared[focused], u.start, u.end))
+                                        for u in features["units"])
+            return outputs
+
+    task = Counted(shipped.model, batch_size=shipped.batch_size, max_answer_len=shipped.max_answer_len,
+                   max_seq_len=shipped.max_seq_len, doc_stride=shipped.doc_stride)
+    items = [task.check_item((row["context"], row["question"]), i) for i, row in enumerate(rows)]
+    references = [row["answers"] for row in rows]
+    grid = []
+    for focus in [None, *candidates]:
+        task.encoder_focus, Counted.read, Counted.possible = focus, 0, 0
+        answers = [out[0]["answer"] if isinstance(out, list) else out["answer"] for out in task.run_items(items)]
+        result = evaluate(references, answers)
+        share = Counted.read / Counted.possible if focus is not None else 1.0
+        grid.append([focus or 0, round(result["f1"], 3), round(result["em"], 3), round(share, 3)])
+        print(f"encoder_focus {focus or 'every piece'}: F1 {result['f1']:.2f} EM {result['em']:.2f} "
+              f"pieces read {share:.1%}", file=sys.stderr, flush=True)
+    full = grid[0][1]
+    chosen = next((row for row in grid[1:] if row[1] >= full - max_f1_drop), None)
+    return {"encoder_focus": chosen[0] if chosen else None,
+            "encoder_focus_tuning": {"f1": chosen[1] if chosen else full, "every_piece_f1": full,
+                                     "pieces_read": chosen[3] if chosen else 1.0, "max_f1_drop": max_f1_drop,
+                                     "questions": len(rows), "grid": grid}}
 
 
 def length_log_prior(rows: list[dict], longest: int) -> np.ndarray:
@@ -338,7 +435,12 @@ def main(argv: list[str] | None = None) -> int:
                              help="answerable F1 points the threshold may cost")
         command.add_argument("--own-reader", action="store_true",
                              help="for a package with an ensemble: its own reader alone, not the ensemble")
-    for command in (prior, null, null_model, weights):
+    focus = commands.add_parser("encoder-focus", help="tune encoder_focus (how much of each window the member "
+                                                      "encoder reads) on answerable questions")
+    focus.add_argument("--answerable", required=True,
+                       help="SQuAD-format questions no reader was trained on (e.g. the selection set)")
+    focus.add_argument("--max-f1-drop", type=float, default=0.3, help="F1 points the focus may cost")
+    for command in (prior, null, null_model, weights, focus):
         command.add_argument("--package", required=True, help="a reading_comprehension model package (folder)")
         command.add_argument("--write", action="store_true", help="store the result in the package's manifest")
     args = parser.parse_args(argv)
@@ -357,6 +459,13 @@ def main(argv: list[str] | None = None) -> int:
         fields = tune_ensemble_weights(args.package, answerable, args.step, args.max_length_ratio)
         fields["ensemble_weights_tuning"]["answerable_file"] = Path(args.answerable).name
         print(json.dumps(fields, ensure_ascii=False, indent=1))
+    elif args.command == "encoder-focus":
+        answerable = [r for r in read_squad(args.answerable) if r["question"].strip() and r["answers"]]
+        fields = tune_encoder_focus(args.package, answerable, max_f1_drop=args.max_f1_drop)
+        fields["encoder_focus_tuning"]["answerable_file"] = Path(args.answerable).name
+        print(json.dumps(fields, ensure_ascii=False))
+        if fields["encoder_focus"] is None:
+            fields = {}
     else:
         answerable = [r for r in read_squad(args.answerable) if r["question"].strip() and r["answers"]]
         tuned = tune_package(args.package, answerable, read_unanswerable(args.unanswerable), args.max_f1_drop,

@@ -33,6 +33,13 @@ A package without one may carry a ``length_prior`` in its manifest (log
 weights per length from its training answers, ``recipes/reading_comprehension/calibrate.py``), decoded the
 same way; a package with neither (as 1.0.0 shipped) decodes as it always did.
 
+An ensemble with a member encoder (``transformer_span``) has it read each window in pieces of
+its own positions; a manifest's ``encoder_focus`` k has it read only the pieces that hold the
+other readers' k best spans of the window (``max(k, top_k)``), which it then re-scores: the
+encoder is most of the time, and the answers it would pick are nearly always there
+(``recipes/reading_comprehension/calibrate.py encoder-focus`` tunes k).  A span in no piece it
+read gets the other readers' share alone.
+
 ``handle_impossible_answer=True``: the item's null score is the lowest
 window null score ``p_start[NULL] * p_end[NULL]`` (the window most sure it
 holds an answer decides; an ensemble's is its readers' mean margin, see
@@ -58,7 +65,7 @@ from taskflow.errors import ManifestError, OptionError
 from taskflow.model import register_network
 from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
-from taskflow.ensemble import Ensemble
+from taskflow.ensemble import Ensemble, feeds_of
 from taskflow.task import MultiTextTask, bool_option, int_option, number_option
 
 from .data import (FEATURES, NullModel, Prepared, Vocab, encode, ensemble_null, mean_span_scores, merge,
@@ -182,24 +189,46 @@ class EncoderReader:
         question = self.max_question_len if prepared is None else len(prepared.question_ids)
         return max_seq_len - question - 3     # [CLS] question [SEP] ... [SEP]
 
-    def feeds(self, units: list[tuple[EncodedQuestion, int, int]]) -> dict[str, np.ndarray]:
-        """One row a piece: ``[CLS] question [SEP] piece [SEP]``."""
-        return {"input_ids": frame([(p.question_ids, p.context_ids[a:b]) for p, start, end in units
-                                    for a, b in self.pieces(p, start, end)])}
+    def feeds(self, units: list[tuple[EncodedQuestion, int, int]],
+              pieces: list[list[tuple[int, int]]] | None = None) -> dict[str, np.ndarray]:
+        """One row a piece: ``[CLS] question [SEP] piece [SEP]``; ``pieces``: those to read of each
+        unit (:meth:`focus`), else all of them."""
+        pieces = pieces or [self.pieces(p, start, end) for p, start, end in units]
+        return {"input_ids": frame([(p.question_ids, p.context_ids[a:b]) for (p, _, _), own in zip(units, pieces)
+                                    for a, b in own])}
+
+    def focus(self, prepared: EncodedQuestion, start: int, end: int,
+              spans: list[tuple[int, int, float]]) -> list[tuple[int, int]]:
+        """The pieces of window ``start:end`` to read for ``spans`` (window offsets, as
+        :func:`data.top_spans` gives them): for each span, the piece that holds it with the most
+        context on its shorter side, each piece once, in the window's order."""
+        pieces = self.pieces(prepared, start, end)
+        chosen = set()
+        for s, e, _ in spans:
+            s, e = s + start, e + start
+            room = [(min(s - a, b - e), -k) for k, (a, b) in enumerate(pieces) if a <= s and e <= b]
+            if room:
+                chosen.add(-max(room)[1])
+            else:       # longer than the pieces' overlap: every piece it touches
+                chosen.update(k for k, (a, b) in enumerate(pieces) if a < e and s < b)
+        return [pieces[k] for k in sorted(chosen)] or pieces[:1]
 
     def input_specs(self, batch_size: int, max_seq_len: int) -> list[InputSpec]:
         pieces = len(windows(max_seq_len, self.context_width(self.piece_seq_len), self.piece_stride))
         return [InputSpec("input_ids", "int64", (batch_size * pieces, self.piece_seq_len))]
 
-    def window_scores(self, outputs, units: list[tuple[EncodedQuestion, int, int]], max_answer_len: int):
+    def window_scores(self, outputs, units: list[tuple[EncodedQuestion, int, int]], max_answer_len: int,
+                      pieces: list[list[tuple[int, int]]] | None = None):
         """Each window's span scores: each piece's NULL-first softmax of the start / end logits over
         ``[CLS]`` and its chars, decoded like a char reader's; a span two pieces hold keeps its best
-        score, one no piece holds whole has none (-1), the window's null is its pieces' lowest."""
+        score, one no piece read holds whole has none (-1), the window's null is its pieces' lowest.
+        ``pieces``: those read of each unit, as :meth:`feeds` was given them."""
+        pieces = pieces or [self.pieces(p, start, end) for p, start, end in units]
         out, row = [], 0
-        for prepared, start, end in units:
+        for (prepared, start, end), read in zip(units, pieces):
             offset = len(prepared.question_ids) + 2
             matrix, null = np.full((end - start, min(max_answer_len, end - start)), -1.0), 1.0
-            for a, b in self.pieces(prepared, start, end):
+            for a, b in read:
                 probabilities = []
                 for logits in outputs[:2]:
                     piece = np.concatenate([logits[row, :1], logits[row, offset:offset + b - a]]).astype(np.float64)
@@ -217,6 +246,15 @@ class EncoderReader:
 def reader_for(model, role: str = ""):
     """The reader of a package's network: the encoder's for ``transformer_span``, else the char reader."""
     return EncoderReader(model, role) if model.network_type == "transformer_span" else Reader(model, role)
+
+
+def _encoder_focus(manifest) -> int | None:
+    """The manifest's ``encoder_focus`` (a positive int), or None without the field."""
+    focus = manifest.get("encoder_focus")
+    if focus is not None and (isinstance(focus, bool) or not isinstance(focus, int) or focus < 1):
+        raise ManifestError(f"model {manifest.name!r}: encoder_focus must be a positive int (how many of the other "
+                            f"readers' best spans a window's encoder reads the pieces of); got {focus!r:.40}")
+    return focus
 
 
 def _length_prior(manifest) -> np.ndarray | None:
@@ -323,6 +361,14 @@ class ReadingComprehensionTask(MultiTextTask):
             tuned = manifest.get("ensemble_null_threshold" if len(self.readers) > 1 else "null_threshold", 0.0)
         self.null_threshold = number_option("null_threshold", tuned if null_threshold is None else null_threshold,
                                             -50.0, 50.0)
+        # The manifest's encoder_focus: how many of the other readers' best spans a window's member
+        # encoder reads the pieces of (None: every piece). The encoder is most of the accurate
+        # mode's time, and the spans it would move to the top are nearly always among those.
+        focus = _encoder_focus(manifest)
+        self.encoder_focus = focus if len(self.readers) > 1 else None
+        if self.encoder_focus is not None and not any(isinstance(r, EncoderReader) for r in self.readers[1:]):
+            raise ManifestError(f"model {model.name!r}: encoder_focus says how much of each window its member "
+                                "encoder reads, and its ensemble has none; remove encoder_focus")
 
     def input_specs(self):
         return self.readers[0].input_specs(self.batch_size, self.max_seq_len)
@@ -356,23 +402,57 @@ class ReadingComprehensionTask(MultiTextTask):
         return unit.end - unit.start
 
     # --------------------------------------------------------------- stages
+    def _focused(self) -> int | None:
+        """The index of the member encoder that reads only the pieces :meth:`forward` picks, if any."""
+        if self.encoder_focus is None:
+            return None
+        return next(k for k, reader in enumerate(self.readers) if k and isinstance(reader, EncoderReader))
+
     def preprocess(self, units):
-        return self.ensemble.feeds(lambda k, reader: reader.feeds([(unit.prepared[k], unit.start, unit.end)
-                                                                   for unit in units]))
+        focused = self._focused()
+        feeds = self.ensemble.feeds(lambda k, reader: {} if k == focused else reader.feeds(
+            [(unit.prepared[k], unit.start, unit.end) for unit in units]))
+        # Focused, the encoder's feeds wait for the other readers' spans (forward).
+        return feeds if focused is None else {"feeds": feeds, "units": units}
 
     def forward(self, features):
-        """The package's own outputs, then each ensemble member's (postprocess tells them apart)."""
-        return [output for outputs in self.ensemble.run(features, self.predictors) for output in outputs]
+        """The package's own outputs, then each ensemble member's (postprocess tells them apart);
+        with a focused encoder, then the pieces it read of each window."""
+        focused = self._focused()
+        if focused is None:
+            return [output for outputs in self.ensemble.run(features, self.predictors) for output in outputs]
+        feeds, units = features["feeds"], features["units"]
+        outputs = [None if k == focused else predictor.run(feeds_of(feeds, role))
+                   for k, (role, predictor) in enumerate(zip(self.ensemble.roles, self.predictors))]
+        others = [k for k in range(len(self.readers)) if k != focused]
+        weights = [1.0] * len(self.readers) if self.weights is None else self.weights
+        per_window = {k: self._window_scores(k, outputs[k], units) for k in others}
+        encoder = self.readers[focused]
+        pieces = []
+        for row, unit in enumerate(units):
+            mixed = mean_span_scores([per_window[k][row] for k in others],
+                                     [weights[k] / sum(weights[j] for j in others) for k in others])
+            spans, _ = top_spans(*mixed, max(self.encoder_focus, self.top_k))
+            pieces.append(encoder.focus(unit.prepared[focused], unit.start, unit.end, spans))
+        units_of_encoder = [(unit.prepared[focused], unit.start, unit.end) for unit in units]
+        outputs[focused] = self.predictors[focused].run(encoder.feeds(units_of_encoder, pieces))
+        return [output for own in outputs for output in own] + [pieces]
+
+    def _window_scores(self, k: int, outputs, units, pieces=None):
+        """Reader ``k``'s :func:`data.span_scores` of each unit's window from its outputs."""
+        own = [(unit.prepared[k], unit.start, unit.end) for unit in units]
+        focused = () if pieces is None else (pieces,)      # the pieces a focused encoder read
+        return self.readers[k].window_scores([np.asarray(o) for o in outputs], own, self.max_answer_len, *focused)
 
     def postprocess(self, outputs, units):
-        outputs = [np.asarray(o) for o in outputs]
+        focused = self._focused()
+        pieces = outputs[-1] if focused is not None else None
         per_reader, start = [], 0
         for reader in self.readers:
             per_reader.append(outputs[start:start + reader.output_count])
             start += reader.output_count
-        per_window = [reader.window_scores(own, [(unit.prepared[k], unit.start, unit.end) for unit in units],
-                                           self.max_answer_len)
-                      for k, (reader, own) in enumerate(zip(self.readers, per_reader))]
+        per_window = [self._window_scores(k, own, units, pieces if k == focused else None)
+                      for k, own in enumerate(per_reader)]
         results = []
         for row, unit in enumerate(units):
             scores = [reader_scores[row] for reader_scores in per_window]
