@@ -63,11 +63,35 @@ def _t2s_char_table() -> dict[int, str]:
     """OpenCC's character table alone (each CJK char converted on its own), one char to one char.
 
     Left out: conversions to a character beyond the BMP (綝 -> 𬘭, 1,126 of them): recently coded
-    simplified forms of rare characters, which models and fonts know less well than the original."""
+    simplified forms of rare characters, which models and fonts know less well than the original.
+
+    Converting the 93,000 chars takes OpenCC about 50 ms, a sixth of a process's way to its first
+    result, so the table is kept in the cache home, one file per OpenCC version (its pairs of
+    chars); a file that does not read as one is made again."""
+    from .packages import atomic_write_text, home_dir
+
+    try:
+        import opencc
+        version = str(opencc.__version__)
+    except (ImportError, AttributeError):
+        version = None
+    kept = home_dir() / "taskflow" / ".opencc" / f"t2s-chars-{version}.txt" if version else None
+    try:
+        pairs = kept.read_text(encoding="utf-8") if kept else ""
+        if pairs and len(pairs) % 2 == 0:
+            return dict(zip(map(ord, pairs[0::2]), pairs[1::2]))
+    except (OSError, UnicodeError):
+        pass
     chars = [chr(code) for first, last in ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2A6DF))
              for code in range(first, last + 1)]
     converted = _opencc().convert("\n".join(chars)).split("\n")
-    return {ord(a): b for a, b in zip(chars, converted) if a != b and len(b) == 1 and ord(b) <= 0xFFFF}
+    table = {ord(a): b for a, b in zip(chars, converted) if a != b and len(b) == 1 and ord(b) <= 0xFFFF}
+    if kept:
+        try:
+            atomic_write_text(kept, "".join(chr(a) + b for a, b in table.items()))
+        except OSError:
+            pass      # a read-only home: made again by the next process
+    return table
 
 
 @functools.lru_cache(maxsize=1)

@@ -35,6 +35,17 @@ def test_registry_snapshot():
             assert expected["default_model"] in rows[name]["models"], "the default model's manifest must ship"
 
 
+def test_each_name_is_found_in_the_source_of_the_one_package_that_registers_it():
+    """A first call imports only the task package that declares its name (read from the source,
+    not imported); every registered name and alias is found there."""
+    from taskflow.registry import _declared_names
+
+    declared = _declared_names()
+    for name, expected in EXPECTED_TASKS.items():
+        package = get_task_class(name).__module__
+        assert all(declared[key] == package for key in [name, *expected["aliases"]]), name
+
+
 def test_aliases_and_spelling_resolve_to_the_canonical_name():
     assert canonical_name("senta") == "sentiment_analysis"
     assert canonical_name("Sentiment-Analysis") == "sentiment_analysis"

@@ -94,3 +94,23 @@ def test_sentiment_similarity_and_reading_comprehension_score_traditional_text_a
                                                      "question": to_simplified(question)}])
     assert (trad["start"], trad["end"]) == (simp["start"], simp["end"])
     assert trad["answer"] == context[trad["start"]:trad["end"]] == "馬化騰"
+
+
+def test_the_char_table_is_kept_in_the_cache_home_and_made_again_when_damaged(monkeypatch, tmp_path):
+    """OpenCC converts 93,000 chars once per OpenCC version and home; later processes read the pairs."""
+    from taskflow import text
+
+    monkeypatch.setenv("PPNLP_HOME", str(tmp_path))
+    make = text._t2s_char_table.__wrapped__          # the table itself, not this process's copy of it
+    table = make()
+    kept, = (tmp_path / "taskflow" / ".opencc").iterdir()
+    assert len(table) > 3000 and table[ord("覺")] == "觉" and len(kept.read_text(encoding="utf-8")) == 2 * len(table)
+
+    def no_opencc():
+        raise AssertionError("the kept table was not read")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(text, "_opencc", no_opencc)
+        assert make() == table
+    kept.write_text("覺", encoding="utf-8")                 # half a pair: damaged
+    assert make() == table and len(kept.read_text(encoding="utf-8")) == 2 * len(table)
