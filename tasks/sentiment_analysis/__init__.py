@@ -83,17 +83,12 @@ class SentimentAnalysisTask(TextClassificationTask):
         # The manifest's calibration temperature; None (no field) reports the mix as it is.
         self.temperature = _temperature(model.manifest)
 
-    def join(self, item, results, units):
-        # On the text's averaged probabilities, not per chunk: the fit was on those, and a
-        # monotone map of them cannot change the label.
-        result = super().join(item, results, units)
-        if self.temperature is None:
-            return result
-        probs = temper(self.probabilities(results, units), self.temperature)
-        result["score"] = float(probs[self.labels.index(result["label"])])
-        if self.return_all_scores:
-            result["scores"] = {label: float(p) for label, p in zip(self.labels, probs)}
-        return result
+    def probabilities(self, results, units):
+        """The text's label probabilities, tempered by the manifest's temperature: on the text's
+        averaged probabilities, not per chunk (the fit was on those; a monotone map of them cannot
+        change the label)."""
+        probs = super().probabilities(results, units)
+        return probs if self.temperature is None else temper(probs, self.temperature)
 
 
 def _temperature(manifest) -> float | None:

@@ -220,6 +220,8 @@ class TextClassificationTask(TextTask):
         """[networks, labels]: each network's probabilities for the text, its chunks' averaged,
         weighted by their length (routed: the chunks it read; NaN for a network that read none)."""
         results, lengths = np.array(results, dtype=np.float64), self._lengths(units)
+        if len(units) == 1:        # most texts: one chunk (and the routed mean of one is the row, NaN included)
+            return results[0, :len(self.networks)]
         if self.ensemble.router is None:
             return np.average(results, axis=0, weights=lengths)
         results = results[:, :len(self.networks)]      # the last row is the chunk's answer
@@ -233,7 +235,7 @@ class TextClassificationTask(TextTask):
         if self.ensemble.router is None:
             return self.ensemble.mix(self.network_probabilities(results, units))
         answers = np.array(results, dtype=np.float64)[:, -1]
-        return np.average(answers, axis=0, weights=self._lengths(units))
+        return answers[0] if len(units) == 1 else np.average(answers, axis=0, weights=self._lengths(units))
 
     @staticmethod
     def _lengths(units) -> np.ndarray:
