@@ -465,7 +465,8 @@ def main(argv: list[str] | None = None) -> int:
         fields["encoder_focus_tuning"]["answerable_file"] = Path(args.answerable).name
         print(json.dumps(fields, ensure_ascii=False))
         if fields["encoder_focus"] is None:
-            fields = {}
+            raise SystemExit(f"no encoder_focus keeps F1 within {args.max_f1_drop} of every piece; the manifest "
+                             "is left as it is")
     else:
         answerable = [r for r in read_squad(args.answerable) if r["question"].strip() and r["answers"]]
         tuned = tune_package(args.package, answerable, read_unanswerable(args.unanswerable), args.max_f1_drop,
