@@ -80,6 +80,7 @@ it the command only prints them.  ``data`` and ``metrics`` above are the task's 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -259,7 +260,6 @@ def tune_ensemble_weights(package: str | Path, rows: list[dict], step: float = 0
     answers.  The readers' outputs are computed once and reused for every weighting.
     ``ensemble_weights_tuning.grid`` lists each weighting with its F1, EM and length ratio."""
     from taskflow import Taskflow
-    from taskflow.tasks.reading_comprehension import ReadingComprehensionTask
     from taskflow.tasks.reading_comprehension.metrics import evaluate
     from taskflow.training import simplex_grid
 
@@ -267,18 +267,7 @@ def tune_ensemble_weights(package: str | Path, rows: list[dict], step: float = 0
     if len(shipped.readers) < 2:
         raise SystemExit(f"{package} has no ensemble: nothing to weight")
 
-    class SameOutputs(ReadingComprehensionTask):
-        """The task with each batch's network outputs kept: only the decoding changes between runs."""
-        cache: dict = {}
-
-        def forward(self, features):
-            key = tuple(hash(np.ascontiguousarray(v).tobytes()) for _, v in sorted(features.items()))
-            if key not in self.cache:
-                self.cache[key] = super().forward(features)
-            return self.cache[key]
-
-    task = SameOutputs(shipped.model, batch_size=shipped.batch_size, max_answer_len=shipped.max_answer_len,
-                       max_seq_len=shipped.max_seq_len, doc_stride=shipped.doc_stride)
+    task = _keeping_outputs(shipped)
     task.encoder_focus = None      # every piece: which pieces a focused encoder reads depends on the weights
     items = [task.check_item((row["context"], row["question"]), i) for i, row in enumerate(rows)]
     references = [row["answers"] for row in rows]
@@ -306,7 +295,8 @@ def tune_ensemble_weights(package: str | Path, rows: list[dict], step: float = 0
 
 class _RowCache:
     """A predictor whose outputs are kept row by row, keyed by the row's feeds without their
-    padding: a piece the encoder read once is not read again when another focus asks for it."""
+    padding: a row read once (a window, an encoder's piece) is not read again when another decoding
+    of the same questions asks for it, whichever rows share its batch."""
 
     def __init__(self, predictor):
         self.predictor, self.rows = predictor, {}
@@ -330,6 +320,31 @@ class _RowCache:
         return out
 
 
+@functools.lru_cache(maxsize=1)
+def _KeptOutputs() -> type:
+    """``ReadingComprehensionTask`` whose networks' outputs are kept row by row (:class:`_RowCache`):
+    a tuner decodes the same outputs many ways and runs each network once."""
+    from taskflow.tasks.reading_comprehension import ReadingComprehensionTask
+
+    class KeptOutputs(ReadingComprehensionTask):
+        kept: list | None = None
+
+        @property
+        def predictors(self):
+            if self.kept is None:
+                self.kept = [_RowCache(predictor) for predictor in super().predictors]
+            return self.kept
+
+    return KeptOutputs
+
+
+def _keeping_outputs(shipped, cls: type | None = None):
+    """A task like ``shipped`` (its package, batch and windows) of class ``cls`` (a subclass of
+    :func:`_KeptOutputs`), keeping its networks' outputs."""
+    return (cls or _KeptOutputs())(shipped.model, batch_size=shipped.batch_size, max_answer_len=shipped.max_answer_len,
+                                   max_seq_len=shipped.max_seq_len, doc_stride=shipped.doc_stride)
+
+
 def tune_encoder_focus(package: str | Path, rows: list[dict], candidates: Sequence[int] = (1, 2, 3, 4, 5, 6, 8, 10),
                        max_f1_drop: float = 0.3) -> dict:
     """The ``encoder_focus`` of ``package`` (an ensemble with a member encoder): the fewest of the
@@ -339,7 +354,6 @@ def tune_encoder_focus(package: str | Path, rows: list[dict], candidates: Sequen
     repeats.  ``encoder_focus_tuning.grid`` lists each candidate (0: every piece) with its F1, EM and
     the share of the pieces the encoder read."""
     from taskflow import Taskflow
-    from taskflow.tasks.reading_comprehension import ReadingComprehensionTask
     from taskflow.tasks.reading_comprehension.metrics import evaluate
 
     shipped = Taskflow("reading_comprehension", task_path=str(package)).task
@@ -348,16 +362,9 @@ def tune_encoder_focus(package: str | Path, rows: list[dict], candidates: Sequen
         raise SystemExit(f"{package} has no member encoder: nothing to focus")
     focused = encoders[0]
 
-    class Counted(ReadingComprehensionTask):
-        """The task with kept outputs, counting the pieces its encoder reads and could read."""
+    class Counted(_KeptOutputs()):
+        """The task counting the pieces its encoder reads and could read."""
         read = possible = 0
-        kept: list = []
-
-        @property
-        def predictors(self):
-            if not Counted.kept:
-                Counted.kept = [_RowCache(predictor) for predictor in super().predictors]
-            return Counted.kept
 
         def forward(self, features):
             outputs = super().forward(features)
@@ -368,8 +375,7 @@ def tune_encoder_focus(package: str | Path, rows: list[dict], candidates: Sequen
                                         for u in features["units"])
             return outputs
 
-    task = Counted(shipped.model, batch_size=shipped.batch_size, max_answer_len=shipped.max_answer_len,
-                   max_seq_len=shipped.max_seq_len, doc_stride=shipped.doc_stride)
+    task = _keeping_outputs(shipped, Counted)
     items = [task.check_item((row["context"], row["question"]), i) for i, row in enumerate(rows)]
     references = [row["answers"] for row in rows]
     grid = []
