@@ -18,7 +18,6 @@ fixed threshold of 0.5 (not tuned on this set).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections import OrderedDict
@@ -27,10 +26,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))     # the lab (recipes/): the set and its reader
 from common import machine, table, update_section  # noqa: E402
+from recipes.text_similarity.data import CONTRAST_DEV, read_contrast_dev  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-CONTRAST_DEV = ROOT / "recipes" / "text_similarity" / "dev" / "contrast_dev.jsonl"
 CONTRAST_KINDS = ("negation", "antonym", "time", "place", "number", "entity", "question", "role")
 PARAPHRASE_KINDS = ("paraphrase_words", "paraphrase_order")
 KINDS = CONTRAST_KINDS + PARAPHRASE_KINDS
@@ -38,11 +37,6 @@ DOMAINS = ("assistant", "shopping", "banking", "travel", "health", "general")
 JACCARD_THRESHOLD = 0.5
 BASELINE = (f"char-bigram Jaccard (lowercased, punctuation and whitespace dropped), label 1 at a fixed "
             f"{JACCARD_THRESHOLD}")
-
-
-def read_contrast(path: Path = CONTRAST_DEV) -> list[dict]:
-    with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
 
 
 def _bigrams(text: str) -> set[str]:
@@ -87,7 +81,7 @@ def main(argv=None) -> int:
     parser.add_argument("--data", type=Path, default=CONTRAST_DEV, help="default: %(default)s")
     args = parser.parse_args(argv)
 
-    rows = read_contrast(args.data)
+    rows = read_contrast_dev(args.data)
     gold = [r["label"] for r in rows]
     systems = OrderedDict()
     described = []

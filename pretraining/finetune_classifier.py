@@ -5,7 +5,7 @@ read together as a cross-encoder).
     python -m pretraining.finetune_classifier sentiment --encoder CHECKPOINT \\
         --data-dir ../shared/data/sentiment --out PACKAGE [--augment] [--float16]
     python -m pretraining.finetune_classifier similarity --encoder CHECKPOINT \\
-        --data-dir ../shared/data/matching --out PACKAGE [--hard-negatives N] [--float16]
+        --data-dir ../shared/data/matching --out PACKAGE [--hard-negatives N [--kinds K,...]] [--ocnli] [--float16]
 
 The data are the fast recipes' own, read by their code, so the figures sit beside theirs:
 
@@ -14,9 +14,10 @@ The data are the fast recipes' own, read by their code, so the figures sit besid
   each set's dev and test split, and on the robustness suite's labelled kinds (negation, contrast,
   slang; ``robustness.generate_cases``, seed 0, 300 a kind, words held out from the augmentation).
 * similarity: BQ train, AFQMC train and the LCQMC dev training part, pairs shared with an evaluation
-  split dropped (``recipes.text_similarity.train.load_pairs``); the threshold is picked on the selection
-  splits (LCQMC dev held-out part + BQ dev), then LCQMC test, BQ test, AFQMC dev and the swap dev set
-  are scored with it.
+  split dropped (``recipes.text_similarity.train.load_pairs``; ``--hard-negatives``, ``--kinds``,
+  ``--framed-questions`` and ``--ocnli`` add what the fast recipe's options add); the threshold is
+  picked on the selection splits (LCQMC dev held-out part + BQ dev), then LCQMC test, BQ test, AFQMC
+  dev, the swap dev set and the contrast dev set (whole and per kind) are scored with it.
 
 Input ids are ``[CLS] text [SEP]`` or ``[CLS] text1 [SEP] text2 [SEP]``; the head reads the final
 ``[CLS]`` state.  A pair is trained in a random order each time it is drawn and scored as the mean
@@ -178,9 +179,14 @@ def similarity_data(args) -> tuple[list, dict, dict]:
     """(training items, selection splits, report splits): items are ``((text1, text2), label)``."""
     from recipes.text_similarity import train as recipe
 
+    from recipes.text_similarity.data import read_contrast_dev
+
     recipe_args = recipe.parse_args(["--data-dir", args.data_dir, "--out", str(args.out),
                                      "--hard-negatives", str(args.hard_negatives),
-                                     *(["--lcqmc-held-out", str(args.lcqmc_held_out)] if args.lcqmc_held_out else [])])
+                                     *(["--lcqmc-held-out", str(args.lcqmc_held_out)] if args.lcqmc_held_out else []),
+                                     *(["--kinds", args.kinds] if args.kinds else []),
+                                     *(["--framed-questions", str(args.framed_questions)] if args.framed_questions else []),
+                                     *(["--ocnli"] if args.ocnli else [])])
     _, parts, _, selection, report, _ = recipe.load_pairs(recipe_args)
     train = []
     for name, pairs in parts.items():
@@ -190,6 +196,11 @@ def similarity_data(args) -> tuple[list, dict, dict]:
     report = {name: as_items(pairs) for name, pairs in report.items()}
     if recipe.SWAP_DEV.is_file():
         report["swap_dev"] = as_items(recipe.read_generated(recipe.SWAP_DEV))
+    # The everyday contrast set, whole and per kind (report only: it picks neither epoch nor threshold).
+    contrast = read_contrast_dev()
+    report["contrast_dev"] = [((r["text1"], r["text2"]), r["label"]) for r in contrast]
+    for kind in dict.fromkeys(r["kind"] for r in contrast):
+        report[f"contrast_dev/{kind}"] = [((r["text1"], r["text2"]), r["label"]) for r in contrast if r["kind"] == kind]
     return train, {name: as_items(pairs) for name, pairs in selection.items()}, report
 
 
@@ -221,6 +232,12 @@ def parse_args(argv=None) -> argparse.Namespace:
                                                   "of the bare encoder: a second stage of fine-tuning")
     parser.add_argument("--hard-negatives", type=int, default=0, help="similarity: as the fast recipe's option")
     parser.add_argument("--lcqmc-held-out", type=int, help="similarity: as the fast recipe's option (default: its own)")
+    parser.add_argument("--kinds", help="similarity, with --hard-negatives: the generated kinds, as the fast recipe's "
+                                        "option (the everyday contrasts: antonym, question, setting)")
+    parser.add_argument("--framed-questions", type=int, default=0,
+                        help="similarity, with --hard-negatives: as the fast recipe's option")
+    parser.add_argument("--ocnli", action="store_true",
+                        help="similarity: OCNLI train's contradictions join the pairs as label 0 (the fast recipe's option)")
     parser.add_argument("--max-chars", type=int, default=None,
                         help="chars per text in fine-tuning and scoring (default: 126 / 62 a pair text)")
     parser.add_argument("--package-max-length", type=int, default=None,
@@ -238,6 +255,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error("--augment-kinds and --neutral-text choose what sentiment's --augment adds: give --augment")
     if args.augment_scale != 1.0 and not (args.augment and args.task == "sentiment"):
         parser.error("--augment-scale sizes what sentiment's --augment adds: give --augment")
+    if (args.kinds or args.framed_questions or args.ocnli) and args.task != "similarity":
+        parser.error("--kinds, --framed-questions and --ocnli choose similarity's training pairs")
     if args.augment_scale <= 0:
         parser.error("--augment-scale must be above 0 (leave out --augment for none)")
     if args.neutral_text and "no_opinion" not in (args.augment_kinds or "").split(","):
@@ -373,6 +392,8 @@ def main(argv=None) -> int:
                         if args.init else {}),
                      "items": len(train), "augment": args.augment_kinds, "augment_scale": args.augment_scale,
                      "hard_negatives": args.hard_negatives,
+                     **({"kinds": args.kinds.split(",") if args.kinds else None, "framed_questions": args.framed_questions, "ocnli": args.ocnli}
+                        if args.task == "similarity" else {}),
                      "optimizer": {"name": "AdamW", "lr": args.lr, "warmup": warmup, "schedule": "linear decay",
                                    "batch_size": args.batch_size, "seed": args.seed},
                      "steps": step, "epochs": round(step / len(batches), 2), "minutes": round(train_minutes, 1),

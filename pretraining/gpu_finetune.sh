@@ -103,7 +103,7 @@ if runs similarity; then
 fi
 wait
 for run in $ONLY; do
-    stamp "$run: $(grep -E 'select at|report:|/dev:|/test:|swap|suite|wrote|Error|error' "$W/logs/$run.log" | tail -14 | tr '\n' ';')"
+    stamp "$run: $(grep -E 'select at|report:|/dev:|/test:|swap|contrast_dev:|suite|wrote|Error|error' "$W/logs/$run.log" | tail -14 | tr '\n' ';')"
     [ -f "$W/$run/manifest.json" ] && cp "$W/$run/manifest.json" "$W/logs/manifest_$run.json"
 done
 rm -f "$W/rest"

@@ -969,6 +969,12 @@ def test_pair_fine_tuning_writes_a_cross_encoder_package_that_taskflow_runs_as_p
     assert manifest["task"] == "text_similarity" and 0.0 <= manifest["threshold"] <= 1.0
     assert manifest["normalization"] == ["t2s", "width", "lower", "strip"]
     assert {"lcqmc_dev_held_out", "bq_dev", "lcqmc_test", "bq_test", "afqmc_dev"} <= set(manifest["metrics"])
+    # The everyday contrast set is scored whole and per kind, each kind's share weighing into the whole.
+    contrast = [r for r in map(json.loads, (ROOT / "recipes/text_similarity/dev/contrast_dev.jsonl").open(encoding="utf-8"))]
+    kinds = {r["kind"] for r in contrast}
+    assert {"contrast_dev", *(f"contrast_dev/{k}" for k in kinds)} <= set(manifest["metrics"])
+    whole = sum(manifest["metrics"][f"contrast_dev/{k}"] * sum(r["kind"] == k for r in contrast) for k in kinds)
+    assert abs(whole / len(contrast) - manifest["metrics"]["contrast_dev"]) < 1e-3
 
     model, vocab = _saved_classifier(torch, tmp_path / "model.pt")
     inputs = finetune_classifier.Inputs(vocab, 62, finetune_classifier.READING["similarity"])
@@ -976,6 +982,25 @@ def test_pair_fine_tuning_writes_a_cross_encoder_package_that_taskflow_runs_as_p
     expected = finetune_classifier.positive_probability(model, inputs, pairs)
     results = Taskflow("text_similarity", task_path=str(out))(pairs)
     np.testing.assert_allclose([r["similarity"] for r in results], expected, atol=TOLERANCE, rtol=0)
+
+    # OCNLI's contradictions join as label 0 (its entailments and neutrals stay out), and the
+    # generated kinds are the ones named, as in the fast recipe.
+    _write_tsv(data / "ocnli" / "train.tsv", ["text_a", "text_b", "label", "genre"],
+               [("他明天去北京", "他明天不去北京", "contradiction", "news"), ("我们赢了", "我们输了", "contradiction", "news"),
+                ("天气很好", "天气不错", "entailment", "news"), ("她在读书", "她喜欢猫", "neutral", "news")])
+
+    def training(*options):
+        args = finetune_classifier.parse_args(["similarity", "--encoder", "x", "--data-dir", str(data), "--out",
+                                               str(tmp_path / "unused"), "--lcqmc-held-out", "10", *options])
+        return finetune_classifier.similarity_data(args)[0]
+
+    plain, with_ocnli = training(), training("--ocnli")
+    assert len(with_ocnli) == len(plain) + 2
+    assert sorted(set(with_ocnli) - set(plain)) == [(("他明天去北京", "他明天不去北京"), 0), (("我们赢了", "我们输了"), 0)]
+    with pytest.raises(SystemExit):
+        finetune_classifier.parse_args(["sentiment", "--encoder", "x", "--data-dir", str(data), "--out", "o", "--ocnli"])
+    with pytest.raises(SystemExit):     # --kinds names what --hard-negatives generates
+        training("--kinds", "antonym")
 
 
 @pytest.mark.slow

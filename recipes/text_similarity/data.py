@@ -14,6 +14,7 @@ order, after the model's normalisation) in a held-out or test split.
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from typing import Iterable
@@ -21,7 +22,8 @@ from typing import Iterable
 from taskflow.tasks.text_similarity.features import model_text
 from taskflow.tasks.text_similarity.pairs import Pair, read_pairs
 
-__all__ = ["Pair", "read_pairs", "split_lcqmc_dev", "drop_overlap", "pair_key", "DEFAULT_FILES", "resolve_files"]
+__all__ = ["Pair", "read_pairs", "split_lcqmc_dev", "drop_overlap", "pair_key", "DEFAULT_FILES", "resolve_files",
+           "CONTRAST_DEV", "read_contrast_dev"]
 
 
 # Relative to --data-dir (the shared matching folder); each can be overridden on the command line.
@@ -34,6 +36,15 @@ DEFAULT_FILES = {
     "bq_test": "bq_corpus/test.tsv",
     "afqmc_dev": "afqmc/dev.tsv",
 }
+
+# The project's own everyday pairs (dev/CONTRAST.md): report only, never trained or selected on.
+CONTRAST_DEV = Path(__file__).parent / "dev" / "contrast_dev.jsonl"
+
+
+def read_contrast_dev(path: str | Path = CONTRAST_DEV) -> list[dict]:
+    """The contrast dev set's rows: ``{"text1", "text2", "label", "kind", "domain"}``."""
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
 
 
 def resolve_files(data_dir: str | Path | None, overrides: dict[str, str | None]) -> dict[str, Path]:

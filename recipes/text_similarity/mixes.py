@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import sys
 from pathlib import Path
 
@@ -29,9 +28,8 @@ from taskflow.ensemble import mix
 
 from .augment import SWAP_DEV, read_generated
 from .calibrate import selection_splits
-from .data import DEFAULT_FILES, read_pairs
+from .data import DEFAULT_FILES, read_contrast_dev, read_pairs
 
-CONTRAST_DEV = Path(__file__).parent / "dev" / "contrast_dev.jsonl"
 REPORT = ("lcqmc_test", "bq_test", "afqmc_dev")
 
 
@@ -42,8 +40,7 @@ def splits(data_dir: Path, training: dict) -> dict[str, list[tuple[str, str, int
     for name in REPORT:
         out[name] = [(p.text1, p.text2, p.label) for p in read_pairs(data_dir / DEFAULT_FILES[name])]
     out["swap_dev"] = [(p.text1, p.text2, p.label) for p in read_generated(SWAP_DEV)]
-    with open(CONTRAST_DEV, encoding="utf-8") as handle:
-        out["contrast_dev"] = [(r["text1"], r["text2"], r["label"]) for r in map(json.loads, handle) if r]
+    out["contrast_dev"] = [(r["text1"], r["text2"], r["label"]) for r in read_contrast_dev()]
     return out
 
 
