@@ -454,10 +454,16 @@ def _refuse_unused_job_options(args: argparse.Namespace, parser: argparse.Argume
     if job_only and not (args.input and args.input != "-" and args.output):
         parser.error(f"{', '.join(job_only)} need --input FILE and --output FILE (a job with a checkpoint and an "
                      "errors file); streaming to stdout, or from stdin, stops at the first bad record")
-    input_only = [flag for flag, used in (("--encoding", args.encoding != "utf-8"), ("--id-field", args.id_field),
+    input_only = [flag for flag, used in (("--encoding", args.encoding != "utf-8"), ("--field", args.field),
+                                          ("--id-field", args.id_field),
                                           ("--max-record-bytes", args.max_record_bytes != 1 << 20)) if used]
     if input_only and not args.input:
         parser.error(f"{', '.join(input_only)} apply to --input FILE")
+    from .readers import FORMATS
+
+    if args.field and (args.input == "-" or FORMATS.get(Path(args.input).suffix.lower()) == "txt"):
+        parser.error("--field names columns (keys) of a .jsonl, .csv or .tsv input; a .txt line is the text "
+                     "itself (for a pair task, its texts tab-separated)")
 
 
 def _group_texts(texts: list[str], fields, parser: argparse.ArgumentParser) -> list:

@@ -228,4 +228,14 @@ class CommandParser(argparse.ArgumentParser):
     """argparse, with its errors as the one ``taskflow: error:`` line every other error is."""
 
     def error(self, message: str):
+        prefix = "unrecognized arguments: "
+        if message.startswith(prefix):   # name the unknown flags alone, with the nearest known one
+            import difflib
+
+            known = [flag for action in self._actions for flag in action.option_strings]
+            unknown = [token.split("=", 1)[0] for token in message[len(prefix):].split() if token.startswith("-")]
+            if unknown:
+                message = "unknown option " + ", ".join(
+                    flag + "".join(f" (did you mean {near}?)" for near in difflib.get_close_matches(flag, known, 1, 0.75))
+                    for flag in unknown)
         self.exit(2, f"taskflow: error: {message} (see `{self.prog} --help`)\n")

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .checkpoint import JobFiles
-from .errors import InvalidInputError, JobError
+from .errors import InvalidInputError, JobError, OptionError, ResumeMismatchError
 from .readers import DEFAULT_MAX_RECORD_BYTES, InputFile, Record, count_lines, count_records, error_record, output_record
 from .signals import sigterm_stops_the_job
 from .workers import WorkerPool, calling_line, iter_chunks, process_chunk, refuse_in_worker_bootstrap
@@ -177,27 +177,35 @@ def run_file(
     refuse_in_worker_bootstrap()
     call_site = calling_line()
     if on_error not in ON_ERROR:
-        raise InvalidInputError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+        raise OptionError(f"on_error must be one of {ON_ERROR}, got {on_error!r}", "on_error")
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise InvalidInputError(f"workers must be a positive int, got {workers!r}")
+        raise OptionError(f"workers must be a positive int, got {workers!r}", "workers")
     if workers > 1 and worker_spec is None:
-        raise InvalidInputError("workers > 1 needs worker_spec (Taskflow.spec), to rebuild the pipeline in each "
-                                "process; use Taskflow.predict_file")
+        raise OptionError("workers > 1 needs worker_spec (Taskflow.spec), to rebuild the pipeline in each "
+                          "process; use Taskflow.predict_file", "worker_spec")
     for name, value in (("chunk_timeout", chunk_timeout), ("startup_timeout", startup_timeout),
                         ("shutdown_timeout", shutdown_timeout)):
-        if value is not None and (not isinstance(value, (int, float)) or value <= 0):
-            raise InvalidInputError(f"{name} must be a positive number of seconds, got {value!r}")
+        if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0):
+            raise OptionError(f"{name} must be a positive number of seconds, got {value!r}", name)
+    for name, value in (("fields", fields), ("id_fields", id_fields)):
+        if value is not None and (isinstance(value, (str, bytes)) or not isinstance(value, Sequence)
+                                  or not all(isinstance(v, str) and v for v in value)):
+            example = [value] if isinstance(value, str) else ["review"]
+            raise OptionError(f"{name} must be a list of column names, e.g. {name}={example!r}; got {value!r}", name)
+    if chunk_size is not None and (not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1):
+        raise OptionError(f"chunk_size must be a positive int (records per chunk), got {chunk_size!r}", "chunk_size")
     input_path, output_path = Path(input_path), Path(output_path)
     errors_path = Path(errors_path) if errors_path else output_path.with_name(output_path.name + ".errors.jsonl")
-    fields = tuple(fields or task.input_fields)
+    fields_given, fields = fields is not None, tuple(fields or task.input_fields)
     id_fields = None if id_fields is None else tuple(id_fields)
     chunk_size = chunk_size or max(64, task.batch_size * 8)
-    if not isinstance(chunk_size, int) or chunk_size < 1:
-        raise InvalidInputError(f"chunk_size must be a positive int, got {chunk_size!r}")
     summary = JobSummary(str(input_path), str(output_path))
 
     source = InputFile(input_path, fields, encoding=encoding, carry=id_fields, max_record_bytes=max_record_bytes)
     try:
+        if fields_given and source.format == "txt":
+            raise OptionError(f"fields name columns (keys) of a .jsonl, .csv or .tsv input; a line of {input_path} "
+                              "is the text itself (for a pair task, its texts tab-separated)", "fields")
         if output_path.exists() and output_path.resolve() == input_path.resolve():
             raise InvalidInputError(f"--output {output_path} is the input file; choose another path")
         if output_path.is_dir():
@@ -208,27 +216,50 @@ def run_file(
         with JobFiles.lock(output_path, errors_path):
             if resume and output_path.exists():
                 JobFiles.finish_stopped(output_path, errors_path, identity, source)
-                if not os.path.lexists(output_path.with_name(output_path.name + ".partial.ckpt")):
-                    summary.messages.append(f"{output_path} is complete; nothing to resume")
-                    return summary
-            # From the first checkpoint on, SIGTERM stops the job cleanly (a stop inside finish() is finished by resume).
-            with sigterm_stops_the_job():
-                files = JobFiles(output_path, errors_path, identity, source, resume)
-                try:
-                    _run(task, source, files, summary, chunk_size=chunk_size, workers=workers, on_error=on_error,
-                         progress=progress, pool_options=dict(
-                             spec=worker_spec, workers=workers, source=str(input_path), chunk_timeout=chunk_timeout,
-                             startup_timeout=startup_timeout, shutdown_timeout=shutdown_timeout, call_site=call_site))
-                    if files.finish():
-                        summary.errors_file = str(errors_path)
-                        summary.messages.append(summary.skipped_message(errors_path))
-                finally:
-                    files.close()
+            if resume and output_path.exists() and not os.path.lexists(
+                    output_path.with_name(output_path.name + ".partial.ckpt")):
+                summary.messages.append(_finished_job_message(input_path, output_path, errors_path))
+            else:
+                # From the first checkpoint on, SIGTERM stops the job cleanly (a stop inside finish() is finished by resume).
+                _run_with_checkpoints(task, source, summary, output_path, errors_path, identity, resume, chunk_size=chunk_size,
+                                      workers=workers, on_error=on_error, progress=progress, pool_options=dict(
+                                          spec=worker_spec, workers=workers, source=str(input_path),
+                                          chunk_timeout=chunk_timeout, startup_timeout=startup_timeout,
+                                          shutdown_timeout=shutdown_timeout, call_site=call_site))
     finally:
         source.close()
     for message in summary.messages:
         logger.warning(message)
     return summary
+
+
+def _run_with_checkpoints(task, source: InputFile, summary: JobSummary, output_path: Path, errors_path: Path,
+                          identity: dict, resume: bool, **options) -> None:
+    with sigterm_stops_the_job():
+        files = JobFiles(output_path, errors_path, identity, source, resume)
+        try:
+            _run(task, source, files, summary, **options)
+            if files.finish():
+                summary.errors_file = str(errors_path)
+                summary.messages.append(summary.skipped_message(errors_path))
+        finally:
+            files.close()
+
+
+def _finished_job_message(input_path: Path, output_path: Path, errors_path: Path) -> str:
+    """``resume`` on an output a job finished (it keeps no checkpoint): nothing to do while the input
+    holds exactly the records the output and its errors file account for; otherwise the input grew
+    or shrank since, and continuing would skip or mix records, so the job is refused."""
+    done = count_lines(output_path) + (count_lines(errors_path) if errors_path.is_file() else 0)
+    records = count_records(input_path)
+    if records != done:
+        raise ResumeMismatchError(
+            f"cannot resume {output_path}: a job finished it with {done} record(s)"
+            f"{' (with ' + str(errors_path) + ')' if errors_path.is_file() else ''}, but {input_path} now holds "
+            f"{records}. --resume continues a stopped job; a finished one keeps no checkpoint to continue from. "
+            "Run without --resume to redo the whole file, or put the new lines in a file of their own",
+            {"records": (done, records)})
+    return f"{output_path} is complete ({done} record(s) of {input_path}); nothing to resume"
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -38,6 +38,7 @@ from .errors import (
     ManifestError,
     ModelNotFoundError,
     OfflineModeError,
+    OptionError,
     UnknownModelError,
 )
 
@@ -121,13 +122,18 @@ def home_dir(home: str | os.PathLike | None = None) -> Path:
     """``home`` if given, else ``$PPNLP_HOME``, else ``~/.paddlenlp``."""
     if home is None:
         home = os.environ.get("PPNLP_HOME") or Path.home() / ".paddlenlp"
+    elif not isinstance(home, (str, os.PathLike)):
+        raise OptionError(f"home must be a folder's path (str or os.PathLike), got {type(home).__name__} ({home!r})", "home")
     return Path(home).expanduser()
 
 
 def is_offline(offline: bool | None = None) -> bool:
     """``offline`` if given, else whether ``$PPNLP_OFFLINE`` is set to a true value."""
     if offline is not None:
-        return bool(offline)
+        if not isinstance(offline, bool):   # bool("no") is True: never coerce
+            raise OptionError(f"offline must be True, False or None (then $PPNLP_OFFLINE), got "
+                              f"{type(offline).__name__} ({offline!r})", "offline")
+        return offline
     return os.environ.get("PPNLP_OFFLINE", "").strip().lower() in _TRUE
 
 

@@ -12,7 +12,7 @@ from .errors import ModelNotFoundError, OptionError, UnknownModelError
 from .model import Model
 from .predictor import PredictorOptions
 from .registry import get_task_class, task_names
-from .packages import available_models, pinned_manifest
+from .packages import available_models, home_dir, is_offline, pinned_manifest
 
 __all__ = ["Taskflow", "PipelineSpec"]
 
@@ -41,7 +41,7 @@ class Taskflow:
         model: which of the task's models to run (default: the task's default);
             ``"other_task/name"`` names a model packaged under another task.
         mode: a named preset of a task that maps to a model (e.g. ner's ``fast``).
-        device: ``"cpu"`` (default), ``"gpu"`` or ``"gpu:<id>"`` (needs paddlepaddle-gpu).
+        device: ``"cpu"`` (the default, None), ``"gpu"`` or ``"gpu:<id>"`` (needs paddlepaddle-gpu).
         batch_size: units per forward pass (default: the task's own).
         precision: ``"fp32"`` or ``"fp16"`` (GPU only).
         num_threads: CPU threads for Paddle Inference (default: all cores).
@@ -66,7 +66,7 @@ class Taskflow:
         *,
         model: str | None = None,
         mode: str | None = None,
-        device: str = "cpu",
+        device: str | None = None,
         batch_size: int | None = None,
         precision: str = "fp32",
         num_threads: int | None = None,
@@ -78,6 +78,7 @@ class Taskflow:
         **task_options: Any,
     ):
         home, device = _paddlenlp_names(task_options, home, device)
+        _check_choices(model=model, mode=mode, task_path=task_path, home=home, offline=offline)
         self.spec = PipelineSpec({
             "task": task, "model": model, "mode": mode, "device": device, "batch_size": batch_size,
             "precision": precision, "num_threads": num_threads, "static": static, "tensorrt": tensorrt,
@@ -152,11 +153,30 @@ class Taskflow:
 
         A bad item raises a typed error whose index counts from the start of the stream,
         or with ``on_error="skip"`` yields an error record in its place (see ``__call__``).
+        A file's lines keep their line ends, which are part of the text: strip them, as the
+        CLI does when it reads a file.
 
-        >>> for result in Taskflow("sentiment_analysis").stream(open("reviews.txt")):  # doctest: +SKIP
-        ...     print(result["label"])
+        >>> with open("reviews.txt", encoding="utf-8") as lines:  # doctest: +SKIP
+        ...     for result in Taskflow("sentiment_analysis").stream(line.rstrip("\\r\\n") for line in lines):
+        ...         print(result["label"])
         """
-        chunk_size = chunk_size or max(64, self.task.batch_size * 8)
+        from .errors import InputTypeError
+        from .task import MultiTextTask, shown
+
+        # Checked here, not when the first result is asked for.
+        _check_on_error(on_error)
+        if chunk_size is not None and (not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1):
+            raise OptionError(f"chunk_size must be a positive int (items per chunk), got {chunk_size!r}", "chunk_size")
+        one_item = isinstance(items, (str, bytes, bytearray, Mapping)) or (
+            isinstance(self.task, MultiTextTask) and self.task.is_one_item(items))
+        if one_item or not isinstance(items, Iterable):
+            raise InputTypeError(
+                f"stream takes an iterable of items (a list, a generator, a file's lines); got "
+                f"{type(items).__name__} ({shown(items)})"
+                + (": for one item, call the Taskflow itself or pass [item]" if one_item else ""))
+        return self._stream(iter(items), chunk_size or max(64, self.task.batch_size * 8), on_error)
+
+    def _stream(self, items: Iterator[Any], chunk_size: int, on_error: str) -> Iterator[Any]:
         chunk: list[Any] = []
         offset = 0
         for item in items:
@@ -179,8 +199,7 @@ class Taskflow:
         bad item's position (``on_error="skip"``) and ``None`` elsewhere, to be filled in."""
         from .errors import InputTypeError, InvalidInputError
 
-        if on_error not in ("raise", "skip"):
-            raise OptionError(f"on_error must be 'raise' or 'skip', got {on_error!r}", "on_error")
+        _check_on_error(on_error)
         good: list[tuple[int, Any]] = []
         results: list[Any] = [None] * len(items)
         for position, item in enumerate(items):
@@ -311,6 +330,8 @@ def _listed_model(cls, model: str) -> str:
     listed = listed_models(cls)
     if model in listed:
         return model
+    if model.startswith(cls.name + "/") and model[len(cls.name) + 1:] in listed:    # its own package, in full
+        return model[len(cls.name) + 1:]
     named = [ref for ref in listed if "/" not in model and ref.rpartition("/")[2] == model]
     if len(named) == 1:
         return named[0]
@@ -339,7 +360,8 @@ def _shared_models(cls) -> list[str]:
     found = []
     for ref in (cls.default_model, *cls.modes.values()):
         package_task, _, name = ref.rpartition("/")
-        if package_task and ref not in found and name in available_models(package_task):
+        # A mode may name the task's own package in full ("word_segmentation/jieba"): listed once, by its name.
+        if package_task not in ("", cls.name) and ref not in found and name in available_models(package_task):
             found.append(ref)
     return found
 
@@ -375,6 +397,11 @@ def _check_option_names(cls, task_options: dict, registered=None) -> None:
             "precision, num_threads, static, tensorrt, task_path, home, offline)", name)
 
 
+def _check_on_error(on_error: Any) -> None:
+    if on_error not in ("raise", "skip"):
+        raise OptionError(f"on_error must be 'raise' or 'skip', got {on_error!r}", "on_error")
+
+
 def _render_with_errors(task, results: list, items: list, positions: list[int]) -> str:
     """The task's view of the good results, then the error records of skipped items."""
     from .display import html_table
@@ -401,12 +428,25 @@ def _paddlenlp_names(task_options: dict, home, device):
         home = task_options.pop("home_path")
     if "device_id" in task_options:
         device_id = task_options.pop("device_id")
-        if device != "cpu":
-            raise OptionError("pass device or device_id (PaddleNLP's name), not both", "device_id")
+        if device is not None:
+            raise OptionError(f"pass device or device_id (PaddleNLP's name), not both (got device={device!r}, "
+                              f"device_id={device_id!r})", "device_id")
         if isinstance(device_id, bool) or not isinstance(device_id, int) or device_id < -1:
             raise OptionError(f"device_id must be -1 (CPU) or a GPU index >= 0, got {device_id!r}", "device_id")
         device = "cpu" if device_id == -1 else f"gpu:{device_id}"
-    return home, device
+    return home, "cpu" if device is None else device
+
+
+def _check_choices(*, model, mode, task_path, home, offline) -> None:
+    """The constructor's own options are of the types they name (a wrong one is an OptionError, as a
+    task option's is): a list for ``mode`` or a number for ``home`` fails here, not deep inside."""
+    for name, value in (("model", model), ("mode", mode)):
+        if value is not None and not isinstance(value, str):
+            raise OptionError(f"{name} must be a name (str), got {type(value).__name__} ({value!r})", name)
+    if task_path is not None and not isinstance(task_path, (str, os.PathLike)):
+        raise OptionError(f"task_path must be a folder's path (str or os.PathLike), got "
+                          f"{type(task_path).__name__} ({task_path!r})", "task_path")
+    home_dir(home), is_offline(offline)     # each raises its OptionError, even where a task_path leaves it unused
 
 
 class _TaskList:

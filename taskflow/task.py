@@ -259,12 +259,16 @@ class MultiTextTask(Task):
     def _a_noun(self) -> str:
         return ("an " if self.item_noun[0] in "aeiou" else "a ") + self.item_noun
 
-    def _is_one_item(self, value: Any) -> bool:
+    def is_one_item(self, value: Any) -> bool:
+        """A list/tuple of as many values as the item has fields, a text among them and none an
+        item itself: one item, so that ``("text", None)`` is one pair whose second text is wrong,
+        not two pairs."""
         return (isinstance(value, (list, tuple)) and len(value) == len(self.input_fields)
-                and all(isinstance(v, str) for v in value))
+                and any(isinstance(v, str) for v in value)
+                and not any(isinstance(v, (list, tuple, Mapping)) for v in value))
 
     def as_items(self, inputs: Any) -> list[Any]:
-        if isinstance(inputs, Mapping) or self._is_one_item(inputs):
+        if isinstance(inputs, Mapping) or self.is_one_item(inputs):
             return [inputs]
         takes = f"{self.name} takes {self._a_noun()} {self._forms()}, or a list of {self.item_noun}s"
         if isinstance(inputs, (str, bytes, bytearray)):

@@ -38,6 +38,15 @@ def test_csv_column_and_missing_column(tiny_sentiment, tmp_path, capsys):
     assert [r["text"] for r in _lines(capsys.readouterr().out)] == ["很好, 真的", "太差"]
     assert main(["sentiment_analysis", "--input", str(source), "--task-path", str(tiny_sentiment)]) == 2
     assert "no column 'text'" in capsys.readouterr().err
+    # --field where there are no columns is refused, never ignored: a .txt file, or texts on the line.
+    text = tmp_path / "in.txt"
+    text.write_text("很好\n", encoding="utf-8")
+    for argv in (["--input", str(text), "--field", "review"], ["--input", str(text), "--output", str(tmp_path / "o.jsonl"),
+                                                               "--field", "review"], ["很好", "--field", "review"]):
+        with pytest.raises(SystemExit) as info:
+            main(["sentiment_analysis", *argv, "--task-path", str(tiny_sentiment)])
+        assert info.value.code == 2 and "--field" in capsys.readouterr().err
+    assert not (tmp_path / "o.jsonl").exists()
 
 
 def test_bad_jsonl_line_is_reported_with_its_line_number(tiny_sentiment, tmp_path, capsys):
@@ -127,7 +136,10 @@ def test_every_task_option_is_a_flag(tiny_models, capsys):
     assert len(json.loads(capsys.readouterr().out)) == 2
     with pytest.raises(SystemExit):
         main(["sentiment_analysis", "很好", "--threshold", "0.5", *senta])   # not a sentiment option
-    assert "unrecognized arguments: --threshold" in capsys.readouterr().err
+    assert "unknown option --threshold (see" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["sentiment_analysis", "很好", "--retrun-all-scores", "还行吧", *senta])   # a misspelt flag: the nearest one
+    assert "error: unknown option --retrun-all-scores (did you mean --return-all-scores?) (see" in capsys.readouterr().err
 
 
 def test_task_options_are_listed_in_help(capsys):

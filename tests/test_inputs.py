@@ -135,3 +135,31 @@ def test_stream_on_error_skip_counts_indexes_from_the_start(tiny_models):
     assert [r["text"] for r in out if "text" in r] == ["好", "差", "好"] * 3
     with pytest.raises(InputTypeError, match="#2"):
         list(flow.stream(["好", "差", None], chunk_size=2))
+
+
+def test_stream_refuses_one_item_and_bad_options_before_any_result(tiny_models):
+    flow = Taskflow("sentiment_analysis", task_path=tiny_models["sentiment_analysis"])
+    for one in ("很好", {"text": "很好"}, None, 42):       # not an iterable of items: never a text per char
+        with pytest.raises(InputTypeError, match="stream takes an iterable of items"):
+            flow.stream(one)                               # raised by the call, not by the first next()
+    for options, name in (({"chunk_size": -1}, "chunk_size"), ({"chunk_size": "x"}, "chunk_size"),
+                          ({"chunk_size": True}, "chunk_size"), ({"on_error": "ignore"}, "on_error")):
+        with pytest.raises(OptionError, match=name):
+            flow.stream(["好"], **options)
+    assert [r["text"] for r in flow.stream(iter(["好", "差"]), chunk_size=1)] == ["好", "差"]
+    pairs = Taskflow("text_similarity", task_path=tiny_models["text_similarity"])
+    with pytest.raises(InputTypeError, match="for one item, call the Taskflow itself"):
+        pairs.stream(("花呗怎么还款", "花呗如何还款"))          # one pair, not two items
+    assert len(list(pairs.stream([("花呗怎么还款", "花呗如何还款")]))) == 1
+
+
+def test_one_pair_with_a_wrong_text_is_one_item_naming_that_text(tiny_models):
+    pairs = Taskflow("text_similarity", task_path=tiny_models["text_similarity"])
+    out = pairs(("花呗怎么还款", None), on_error="skip")
+    assert out == [{"error": "'text2' of pair #0 must be a str, got NoneType (None)", "error_type": "InputTypeError",
+                    "index": 0}]
+    out = pairs([("花呗怎么还款", "花呗如何还款"), "花呗"], on_error="skip")    # a list of items stays a list
+    assert "similarity" in out[0] and out[1]["index"] == 1 and "pair #1 must be" in out[1]["error"]
+    qa = Taskflow("reading_comprehension", task_path=tiny_models["reading_comprehension"])
+    out = qa([None, "曹雪芹写了红楼梦"], on_error="skip")
+    assert len(out) == 1 and out[0]["index"] == 0 and "of item #0 must be a str" in out[0]["error"]

@@ -15,7 +15,7 @@ import pytest
 from taskflow import Taskflow
 from taskflow.cli import main
 from taskflow.checkpoint import JobFiles
-from taskflow.errors import InvalidInputError, JobError, OutputWriteError, ResumeMismatchError
+from taskflow.errors import InvalidInputError, JobError, OptionError, OutputWriteError, ResumeMismatchError
 from taskflow.jobs import run_file
 
 pytestmark = pytest.mark.timeout(120)
@@ -165,6 +165,23 @@ def test_interrupted_job_resumes_without_loss_or_duplicates(flow, expected, tmp_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.jsonl"]
     again = flow.predict_file(source, target, resume=True, progress=False)
     assert again.processed == 0 and "complete" in again.messages[0]
+
+
+def test_a_resume_of_a_finished_job_says_so_and_refuses_an_input_that_grew(flow, tmp_path, caplog):
+    source, target = _txt(tmp_path / "in.txt", TEXTS[:40] + [""] + TEXTS[40:80]), tmp_path / "out.jsonl"
+    flow.predict_file(source, target, on_error="skip", progress=False)    # 80 results, 1 bad line
+    finished = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with caplog.at_level("WARNING", logger="taskflow"):
+        again = flow.predict_file(source, target, on_error="skip", resume=True, progress=False)
+    assert again.processed == 0 and again.messages == [f"{target} is complete (81 record(s) of {source}); nothing to resume"]
+    assert again.messages[0] in caplog.text     # said, not only returned
+    # Lines appended after the job finished: it kept no checkpoint, so it cannot tell where to go on.
+    with open(source, "a", encoding="utf-8") as handle:
+        handle.write("新加的一条，很好\n")
+    with pytest.raises(JobError, match=r"a job finished it with 81 record\(s\) \(with .*errors.jsonl\), but .*in.txt now holds 82"):
+        flow.predict_file(source, target, on_error="skip", resume=True, progress=False)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name != "in.txt"} == \
+        {name: data for name, data in finished.items() if name != "in.txt"}
 
 
 def test_resume_is_byte_exact_and_checks_its_settings(flow, tmp_path, monkeypatch):
@@ -448,10 +465,16 @@ def test_stream_error_index_counts_from_the_start(flow):
 
 def test_bad_job_options(flow, tmp_path):
     source = _txt(tmp_path / "in.txt", TEXTS[:3])
-    with pytest.raises(InvalidInputError, match="on_error"):
-        flow.predict_file(source, tmp_path / "o.jsonl", on_error="ignore")
-    with pytest.raises(InvalidInputError, match="workers"):
-        flow.predict_file(source, tmp_path / "o.jsonl", workers=0)
+    # A wrong option is an OptionError, as in a call; none touches a file.
+    for options, name in (({"on_error": "ignore"}, "on_error"), ({"workers": 0}, "workers"),
+                          ({"chunk_size": -1}, "chunk_size"), ({"chunk_size": True}, "chunk_size"),
+                          ({"fields": "text"}, "fields"), ({"fields": ["review"]}, "fields")):   # a .txt has no columns
+        with pytest.raises(OptionError, match=name) as info:
+            flow.predict_file(source, tmp_path / "o.jsonl", **options)
+        assert info.value.option == name
+    with pytest.raises(OptionError, match=r"fields=\['review'\]"):
+        flow.predict_file(source, tmp_path / "o.jsonl", fields="review")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
     with pytest.raises(InvalidInputError, match="does not exist"):
         flow.predict_file(tmp_path / "missing.txt", tmp_path / "o.jsonl")
     with pytest.raises(InvalidInputError, match="is the input file"):

@@ -88,6 +88,7 @@ def _reference_words(text, begins, tags):
 
 def test_encode_equals_a_lookup_per_char_and_pair():
     from taskflow.tasks.lexical_analysis import LexicalVocab
+    from taskflow.tasks.lexical_analysis.tagger import JOINERS
 
     rng = np.random.default_rng(0)
     unknown = ["猫", "Q", "😀", "\udbff"]           # in no vocabulary: [UNK] alone and inside pairs
@@ -110,7 +111,7 @@ def test_encode_equals_a_lookup_per_char_and_pair():
                 assert np.array_equal(feeds["char_ids"], expected[0]), texts
                 assert np.array_equal(feeds["bigram_ids"], expected[1]), texts
             for text in texts:
-                assert vocab.has_unseen(text) == any(c not in chars for c in text)
+                assert vocab.has_unseen(text) == any(c not in chars or c in JOINERS for c in text)
     empty = encode(["", ""], {"[PAD]": 0, "[UNK]": 1}, {"[PAD]": 0, "[UNK]": 1})
     assert empty["char_ids"].tolist() == [[0], [0]] and empty["bigram_ids"].tolist() == [[1, 0], [1, 0]]
 
@@ -287,6 +288,18 @@ def test_unseen_symbols_are_words_of_their_own():
     words = words_from_labels(text, begins, tags)
     assert [(text[s:e], t) for s, e, t in words] == [
         ("上海", "LOC"), ("😀😀", "w"), ("，龘好", "n"), ("👨\u200d👩\ufe0f", "w"), ("了", "n")]
+
+    # Joiners the vocabulary has are still parts of their sequence, never words the model tags (a
+    # ZWJ as a PER); one after a word the model read joins that word (❤ + U+FE0F).
+    text = "👨\u200d👩\u200d👧李明❤\ufe0f在\u200d北京"
+    known = {c: i for i, c in enumerate("李明❤在北京\u200d\ufe0f")}
+    begins = [True] * len(text)
+    tags = ["PER"] * 7 + ["v", "v", "p", "PER", "LOC", "LOC"]
+    mark_unseen_symbols(text, known, begins, tags)
+    words = words_from_labels(text, begins, tags)
+    assert [(text[s:e], t) for s, e, t in words] == [
+        ("👨\u200d👩\u200d👧", "w"), ("李", "PER"), ("明", "PER"), ("❤\ufe0f", "v"), ("在\u200d", "p"), ("北", "LOC"),
+        ("京", "LOC")]
 
 
 def test_unseen_symbols_through_the_task(tiny):

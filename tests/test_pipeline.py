@@ -22,7 +22,18 @@ def test_paddlenlp_option_names_are_aliases(tiny_models, tmp_path):
         Taskflow("sentiment_analysis", task_path=tiny, device_id="gpu")
     from taskflow.pipeline import _paddlenlp_names
 
-    assert _paddlenlp_names({"device_id": 2}, None, "cpu") == (None, "gpu:2")
+    assert _paddlenlp_names({"device_id": 2}, None, None) == (None, "gpu:2")
+    assert _paddlenlp_names({}, None, None) == (None, "cpu")            # the default device
+    with pytest.raises(OptionError, match="not both"):                  # even device="cpu": never a silent GPU
+        Taskflow("sentiment_analysis", task_path=tiny, device="cpu", device_id=0)
+    # The constructor's own options are checked for their types like a task option.
+    for options, name in (({"mode": ["fast"]}, "mode"), ({"model": 3}, "model"), ({"home": 5}, "home"),
+                          ({"offline": "no"}, "offline")):
+        with pytest.raises(OptionError, match=name) as info:
+            Taskflow("sentiment_analysis", task_path=tiny, **options)
+        assert info.value.option == name
+    with pytest.raises(OptionError, match="task_path must be a folder's path"):
+        Taskflow("sentiment_analysis", task_path=5)
 
 
 def test_task_list_and_help(tiny_models, capsys):

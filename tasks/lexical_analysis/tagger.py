@@ -41,7 +41,7 @@ from .user_dict import UserDict
 
 __all__ = [
     "LexicalStages", "LexicalNormalizer", "NormalisedChunk", "normalize", "encode", "read_vocab", "LexicalVocab",
-    "build_vocab", "words_from_labels", "word_cuts", "mark_unseen_symbols", "keep_latin_runs_whole",
+    "build_vocab", "words_from_labels", "word_cuts", "mark_unseen_symbols", "JOINERS", "keep_latin_runs_whole",
     "split_off_brackets", "NORMALIZATION", "BOS", "EOS", "OPENING_MARKS", "CLOSING_MARKS",
 ]
 
@@ -132,11 +132,12 @@ class LexicalVocab:
 
     @functools.cached_property
     def _unseen_char(self) -> re.Pattern:
-        known = sorted(c for c in self.chars if len(c) == 1)
+        known = sorted(c for c in self.chars if len(c) == 1 and c not in JOINERS)   # a joiner is always looked at
         return re.compile("[^" + "".join(map(re.escape, known)) + "]" if known else "(?s:.)")
 
     def has_unseen(self, text: str) -> bool:
-        """Whether some char of ``text`` is not in the char vocabulary (one regex search, in C)."""
+        """Whether some char of ``text`` is not in the char vocabulary or is one of :data:`JOINERS`:
+        whether :func:`mark_unseen_symbols` has work to do (one regex search, in C)."""
         return self._unseen_char.search(text) is not None
 
     def encode(self, texts: list[str]) -> dict[str, np.ndarray]:
@@ -202,18 +203,32 @@ def build_vocab(texts: list[str], min_char: int, min_bigram: int, max_bigrams: i
     return char_list, bigram_list
 
 
+# Chars that join the symbol before them to the next (ZWJ) or change how it is drawn (variation
+# selectors, skin tones, the keycap mark): parts of an emoji sequence, whatever the vocabulary holds.
+ZWJ = "\u200d"
+JOINERS = frozenset(ZWJ + "\ufe0e\ufe0f\u20e3" + "".join(map(chr, range(0x1F3FB, 0x1F400))))
+
+
 def mark_unseen_symbols(text: str, known: dict[str, int], begins: list[bool], tags: list[str]) -> None:
     """Make each run of symbols the model never saw (emoji, rare signs, control chars) one ``w`` word.
 
     The model reads an unseen char as [UNK] and has no evidence to attach it to a neighbour, yet it
-    often does (上海😀 as one place).  A run keeps combining marks, variation selectors and
-    zero-width joiners with it, so an emoji sequence stays whole.  ``text`` is the normalised text;
+    often does (上海😀 as one place).  A run keeps combining marks, joiners (:data:`JOINERS`) and the
+    symbol a ZWJ joins on with it, so an emoji sequence stays whole.  A joiner after a word the model
+    read (❤ + U+FE0F) joins that word; it is never tagged alone, even where the vocabulary has it
+    (then the model would tag it, e.g. a ZWJ as a PER).  ``text`` is the normalised text;
     ``begins``/``tags`` are changed in place."""
     run = False
     for i, ch in enumerate(text):
         # Almost every char is in the vocabulary: look it up before asking for its category.
-        kind = "" if ch in known else unicodedata.category(ch)[0]
-        if (kind and kind in "SPC" and not ch.isspace()) or (run and kind == "M"):
+        joiner = ch in JOINERS
+        kind = "" if ch in known and not joiner else unicodedata.category(ch)[0]
+        after = text[i - 1] if i else " "
+        if not after.isspace() and (joiner or (run and kind == "M")
+                                    or (after == ZWJ and (run or unicodedata.category(ch)[0] == "S"))):
+            begins[i] = False
+            tags[i] = "w" if run else tags[i - 1]
+        elif kind and kind in "SPC" and not ch.isspace():
             begins[i] = not run
             tags[i] = "w"
             run = True

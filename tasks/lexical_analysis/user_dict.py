@@ -54,7 +54,8 @@ def user_dict_lines(source: Any, *, example: list[str]) -> tuple[list[str], str]
         path = Path(source).expanduser()
         if not path.is_file():
             raise FileNotFoundError(f"user_dict file {str(path)!r} does not exist; pass a path to a UTF-8 text "
-                                    f"file or a list of lines such as {example!r}")
+                                    f"file, one entry a line (e.g. `echo '{example[0]}' > my_dict.txt`), or in "
+                                    f"Python a list of lines such as {example!r}")
         return read_text_file(path, UserDictError, _MAX_DICT_BYTES).splitlines(), str(path)
     if isinstance(source, (list, tuple)):
         for number, line in enumerate(source, 1):
