@@ -1,9 +1,12 @@
 """text_similarity speed of both modes: pairs/s at batch 1, 32 and 128, static vs dynamic
 graph, and construction time.
 
-    python benchmarks/bench_similarity.py --data ../shared/data/matching
+    python benchmarks/bench_similarity.py --data ../shared/data/matching [--compare PACKAGE]
 
-Pairs are LCQMC test pairs.  Figures go to benchmarks/RESULTS.md.
+Pairs are LCQMC test pairs.  Figures go to benchmarks/RESULTS.md.  ``--compare`` adds another
+package's static throughput beside the fast mode's, in alternating rounds of the same run (e.g. a
+cross-encoder of ``pretraining/finetune_classifier.py``: what it would cost as the accurate mode,
+which may take no less than 1/5 of the fast mode's pairs/s).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data", required=True, help="folder with lcqmc/test.tsv")
     parser.add_argument("--seconds", type=float, default=6.0, help="time per throughput cell")
+    parser.add_argument("--compare", help="another package to measure beside the fast mode (static graph)")
+    parser.add_argument("--rounds", type=int, default=5, help="--compare: alternating rounds of each")
     args = parser.parse_args()
 
     from taskflow import Taskflow
@@ -66,7 +71,8 @@ def main() -> None:
         "",
         f"Models: {names['fast']} (default, `mode=\"fast\"`) and {names['accurate']} (`mode=\"accurate\"`), in one "
         f"run. Machine: {machine()}. Pairs: LCQMC test ({len(pairs):,} pairs, mean {mean_chars:.0f} chars per pair, "
-        "both texts). Command: `python benchmarks/bench_similarity.py --data ../shared/data/matching`.",
+        "both texts). Command: `python benchmarks/bench_similarity.py --data ../shared/data/matching"
+        f"{' --compare ' + args.compare if args.compare else ''}`.",
         "",
         f"Construction of the default including the first call: {cold:.2f} s cold (empty cache, static export "
         f"included), {warm:.2f} s warm (export cached).",
@@ -79,8 +85,42 @@ def main() -> None:
         f"Static / dynamic at batch 32: **{ratios['fast', 32]:.2f}x** (fast), {ratios['accurate', 32]:.2f}x "
         f"(accurate). Accurate / fast at batch 32 (static): {static_at['accurate', 32] / static_at['fast', 32]:.2f}x.",
     ])
+    if args.compare:
+        body += "\n\n" + compare(pairs, args.compare, args.rounds)
     update_section("similarity_speed", body)
     print(body)
+
+
+def compare(pairs: list, package: str, rounds: int) -> str:
+    """The fast mode and ``package`` over the same 1,024 pairs, alternating round by round (the
+    machine's drift falls on both), at batch 32 and 128: medians and the median of the round ratios."""
+    import statistics
+
+    from taskflow import Taskflow
+
+    sample = pairs[:1024]
+    rows = []
+    for batch in (32, 128):
+        flows = {"fast": Taskflow("text_similarity", batch_size=batch),
+                 "other": Taskflow("text_similarity", task_path=package, batch_size=batch)}
+        rates = {name: [] for name in flows}
+        for flow in flows.values():
+            flow(sample[:64])
+        for _ in range(rounds):
+            for name, flow in flows.items():
+                start = time.perf_counter()
+                flow(sample)
+                rates[name].append(len(sample) / (time.perf_counter() - start))
+        ratio = statistics.median(o / f for o, f in zip(rates["other"], rates["fast"]))
+        rows.append([batch, f"{statistics.median(rates['fast']):.0f}", f"{statistics.median(rates['other']):.0f}",
+                     f"{ratio:.3f}x (1/{1 / ratio:.1f})"])
+    fast = Taskflow("text_similarity").task.manifest
+    other = Taskflow("text_similarity", task_path=package).task.manifest
+    return "\n".join([
+        f"Beside `{other.name}` {other.version} ({other['architecture']['type']}, `--compare {package}`), static, "
+        f"{rounds} alternating rounds over 1,024 pairs:", "",
+        table(["batch", f"`{fast.name}` {fast.version} pairs/s", f"`{other.name}` pairs/s", "ratio (median of rounds)"],
+              rows)])
 
 
 if __name__ == "__main__":
