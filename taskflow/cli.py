@@ -571,8 +571,13 @@ def _cmd_train(argv: list[str]) -> int:
         return 2
     if verbose:
         os.environ["TASKFLOW_VERBOSE"] = "1"
-    with _quiet_paddle():
-        return recipe.main(argv[1:]) or 0
+    try:
+        with _quiet_paddle():
+            return recipe.main(argv[1:]) or 0
+    except KeyboardInterrupt:
+        print("taskflow: interrupted before the package was written; --minutes N stops training at a time and "
+              "keeps the best epoch so far", file=sys.stderr)
+        return 130
 
 
 def _train_usage() -> str:

@@ -73,7 +73,7 @@ _MAX_NAME_BYTES = 200   # leaves room for a temporary name's suffix within the u
 _RESERVED_FILES = (MANIFEST, "static")   # the manifest itself; the static-export folder in a cached package
 
 
-def _name_problem(value: Any) -> str | None:
+def name_problem(value: Any) -> str | None:
     """Why ``value`` cannot be one path part, or None when it can."""
     if not isinstance(value, str):
         return f"must be a str, got {type(value).__name__}"
@@ -91,7 +91,7 @@ def _name_problem(value: Any) -> str | None:
 def safe_name(value: Any, field: str, source: str = "manifest") -> str:
     """``value`` if it can be one folder or file name (see above), else a :class:`ManifestError`
     naming ``field``."""
-    problem = _name_problem(value)
+    problem = name_problem(value)
     if problem:
         raise ManifestError(f"{source}: {field} {value!r} {problem}; use a plain name such as 'my_model' or '1.0.0'")
     return value
@@ -305,7 +305,7 @@ class Manifest:
         for role, ref in requires.items():
             # './folder': a package inside this one; 'task/model': a model taskflow pins.
             parts = ref.split("/") if isinstance(ref, str) else []
-            if len(parts) != 2 or any(_name_problem(p) for p in parts[1:] + ([] if parts[0] == "." else parts[:1])):
+            if len(parts) != 2 or any(name_problem(p) for p in parts[1:] + ([] if parts[0] == "." else parts[:1])):
                 raise ManifestError(f"{source}: requires {role!r} is {ref!r}; expected 'task/model' (a model taskflow "
                                     "ships) or './folder' (a package inside this one)")
         return cls(dict(data))
@@ -468,19 +468,19 @@ def _bundled_root() -> Path:
 
 def available_models(task: str) -> list[str]:
     """Names of the models whose manifests ship with taskflow for ``task``."""
-    if _name_problem(task):
+    if name_problem(task):
         return []
     root = _bundled_root() / task
     if not root.is_dir():
         return []
-    return sorted(p.name for p in root.iterdir() if not _name_problem(p.name) and (p / MANIFEST).is_file())
+    return sorted(p.name for p in root.iterdir() if not name_problem(p.name) and (p / MANIFEST).is_file())
 
 
 def pinned_manifest(task: str, model: str) -> Manifest:
     """The manifest shipped with taskflow for ``task``/``model``."""
     path = _bundled_root() / str(task) / str(model) / MANIFEST
     # A name that is not one plain part (a path, "..") names no shipped model, whatever is on disk there.
-    if _name_problem(task) or _name_problem(model) or not path.is_file():
+    if name_problem(task) or name_problem(model) or not path.is_file():
         known = available_models(task)
         raise UnknownModelError(
             f"task {task!r} has no model {model!r}; available: {', '.join(known) or 'none'}. "
@@ -511,24 +511,27 @@ def _file_ok(path: Path, entry: Mapping[str, Any]) -> bool:
     return path.is_file() and path.stat().st_size == entry["size"] and sha256_file(path) == entry["sha256"]
 
 
-def _verify_dir(directory: Path, manifest: Manifest) -> None:
+# What to do about a file whose bytes are not the ones its manifest pins, where nothing can fetch it.
+REWRITE_PACKAGE = ("the package was changed after it was written, or written only in part: train it again, "
+                   "or copy it again from where it was made")
+
+
+def _verify_dir(directory: Path, manifest: Manifest, fix: str = "delete the file to fetch it again") -> None:
     for name, entry in manifest.files.items():
         path = directory / name
         actual = sha256_file(path)
         if actual != entry["sha256"]:
-            raise ChecksumError(
-                f"{path} has sha256 {actual}, but its manifest pins {entry['sha256']}; "
-                "delete the file to fetch it again"
-            )
+            raise ChecksumError(f"{path} has sha256 {actual}, but its manifest pins {entry['sha256']}; {fix}")
 
 
 def _stamp(directory: Path, manifest: Manifest) -> dict:
     """What a verification marker vouches for: the pinned hashes, and each file as it was when
-    hashed (size, mtime, inode), so an edit, even one that keeps the size, is seen."""
+    hashed (size, mtime, inode, ctime), so an edit, even one that keeps the size, is seen; and one
+    that puts the old mtime back (``touch -r``) still changes the ctime, which no user can set."""
     files = {}
     for name in sorted(manifest.files):
         info = (directory / name).stat()
-        files[name] = [info.st_size, info.st_mtime_ns, info.st_ino]
+        files[name] = [info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns]
     return {"fingerprint": manifest.fingerprint(), "files": files}
 
 
@@ -543,7 +546,7 @@ def _marker_holds(marker: Path, stamp: dict) -> bool:
         written = marker.stat().st_mtime_ns
     except (OSError, ValueError):
         return False
-    return all(mtime < written for _, mtime, _ in stamp["files"].values())
+    return all(mtime < written for _, mtime, *_ in stamp["files"].values())
 
 
 def _write_marker(marker: Path, stamp: dict) -> None:
@@ -570,6 +573,20 @@ def _verified_cache(directory: Path, manifest: Manifest) -> bool:
 
 # Bundles verified by this process: {(directory, stamp)}.
 _VERIFIED_BUNDLES: set[tuple[str, str]] = set()
+
+
+def _drop_damaged(cached: Path, manifest: Manifest) -> None:
+    """Delete the cached files whose bytes are not the pinned ones, saying so: the copy bundled or
+    fetched in their place is then what runs, and the damage is not hashed again in every process."""
+    damaged = [name for name, entry in manifest.files.items()
+               if (cached / name).is_file() and not _file_ok(cached / name, entry)]
+    if damaged:
+        logger.warning("%s: %s did not match the manifest's sha256 (damaged on disk, or edited) and %s deleted; "
+                       "the bundled or downloaded copy is used, and `taskflow download %s --model %s` writes the "
+                       "cache again", cached, ", ".join(damaged), "was" if len(damaged) == 1 else "were",
+                       manifest.task, manifest.name)
+        for name in damaged:
+            (cached / name).unlink(missing_ok=True)
 
 
 def _verified_bundle(bundled: Path, manifest: Manifest, cached: Path) -> bool:
@@ -621,19 +638,20 @@ def resolve(
         missing = [n for n in manifest.files if not (directory / n).is_file()]
         if missing:
             raise ModelNotFoundError(f"task_path {str(directory)!r} lacks {', '.join(missing)} listed in its manifest")
-        _verify_dir(directory, manifest)  # a few ms; catches weights edited without their manifest
+        _verify_dir(directory, manifest, REWRITE_PACKAGE)  # a few ms; catches weights edited without their manifest
         return ModelPackage(directory, manifest, "task_path")
 
     manifest = pinned_manifest(task, model)
     cached = cache_dir(task, model, manifest.version, home)
     if _verified_cache(cached, manifest):
         return ModelPackage(cached, manifest, "cache")
+    _drop_damaged(cached, manifest)
 
     bundled = _bundled_root() / task / model
     if _verified_bundle(bundled, manifest, cached):
         return ModelPackage(bundled, manifest, "bundled")
 
-    # A damaged cached copy (wrong size or bytes) counts as missing, so it is fetched again.
+    # A damaged cached file was deleted above: it counts as missing, so it is fetched again.
     missing = [name for name, entry in manifest.files.items() if not _file_ok(cached / name, entry)]
     base = endpoint()
     where = _url(redact(base) if base else "$PPNLP_ENDPOINT", task, model, manifest.version) + "/"
@@ -877,6 +895,9 @@ def write_package(
     for name in files:   # before anything is copied: a name is where a file is written
         _check_file_name(name, str(out_dir))
     out_dir.mkdir(parents=True, exist_ok=True)
+    # A package already there is replaced: its manifest goes first, so a write cut short leaves a
+    # folder without a manifest (an error that says so), never an old manifest over new weights.
+    (out_dir / MANIFEST).unlink(missing_ok=True)
     entries = {}
     for name, source in files.items():
         dest = out_dir / name
@@ -902,7 +923,7 @@ def pack(package_dir: str | os.PathLike, dest_root: str | os.PathLike) -> Path:
     package from elsewhere cannot make it write anywhere else."""
     package_dir, dest_root = Path(package_dir), Path(dest_root)
     manifest = Manifest.load(package_dir / MANIFEST)
-    _verify_dir(package_dir, manifest)
+    _verify_dir(package_dir, manifest, REWRITE_PACKAGE)
     out = inside(dest_root, dest_root / manifest.task / manifest.name / manifest.version, "pack folder")
     out.mkdir(parents=True, exist_ok=True)
     inside(dest_root, out, "pack folder")   # again: a symlink could have been planted while it was made

@@ -49,7 +49,69 @@ __all__ = ["fit", "Fit", "Schedule", "length_batches", "recipe_parser", "Package
            "simplex_grid", "framework_versions", "snapshot", "restore", "jieba_cut", "log", "portable_path", "seed_all",
            "fast_cpu_math", "add_own_data_options", "own_data_defaults", "read_labelled", "LabelledExample",
            "split_off_dev", "check_label_sets", "sorted_labels", "classification_report", "print_report", "progress",
-           "load_vectors", "pretrained_embeddings", "vectors_report"]
+           "load_vectors", "pretrained_embeddings", "vectors_report", "option_number", "POSITIVE_INT", "COUNT",
+           "POSITIVE", "SHARE", "DROPOUT", "SEED"]
+
+
+def option_number(kind: type, *, at_least: float | None = None, above: float | None = None,
+                  below: float | None = None) -> Callable[[str], Any]:
+    """An argparse ``type``: a ``kind`` (int or float) in the range, else argparse's one-line error
+    naming the option (a batch size of 0 or a dropout of 1.5 is refused before any training)."""
+    shown = lambda bound: f"{bound:,}" if isinstance(bound, int) else f"{bound:g}"  # noqa: E731
+    bounds = [f">= {shown(at_least)}" if at_least is not None else "", f"> {shown(above)}" if above is not None else "",
+              f"< {shown(below)}" if below is not None else ""]
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+        if ((at_least is not None and value < at_least) or (above is not None and value <= above)
+                or (below is not None and value >= below) or value != value):
+            raise argparse.ArgumentTypeError(f"{text} is out of range: it must be {' and '.join(b for b in bounds if b)}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+POSITIVE_INT = option_number(int, at_least=1)
+COUNT = option_number(int, at_least=0)             # 0: none or off
+POSITIVE = option_number(float, above=0)
+SHARE = option_number(float, above=0, below=1)     # a share of the data, a moving average's decay
+DROPOUT = option_number(float, at_least=0, below=1)
+SEED = option_number(int, at_least=0, below=2 ** 32)
+
+
+def _recipe_parser_class():
+    from .errors import CommandParser
+    from .packages import MANIFEST, name_problem
+
+    class RecipeParser(CommandParser):
+        """A recipe's command line: after parsing, ``--out``, ``--name`` and ``--version`` are checked
+        before any training, not found wrong when the package is written at the end."""
+
+        def parse_args(self, args=None, namespace=None):
+            parsed = super().parse_args(args, namespace)
+            out = Path(parsed.out) if getattr(parsed, "out", None) else None
+            if out is not None:
+                if out.exists() and not out.is_dir():
+                    self.error(f"--out {out} is a file; name a folder for the package")
+                if out.is_dir() and not (out / MANIFEST).is_file() and any(out.iterdir()):
+                    self.error(f"--out {out} holds other files and no package; name a new or empty folder "
+                               "(a package already there is replaced)")
+                above = next((parent for parent in out.resolve().parents if parent.exists()), None)
+                if above is not None and not above.is_dir():
+                    self.error(f"--out {out}: {above} is a file, not a folder")
+            for flag, value in (("--name", getattr(parsed, "name", None) or (out.resolve().name if out else None)),
+                                ("--version", getattr(parsed, "version", None))):
+                problem = None if value is None else name_problem(value)
+                if problem:
+                    self.error(f"{flag} {value!r} names the package's folder in a cache, so it {problem}; "
+                               "e.g. my_model, 1.0.0")
+            return parsed
+
+    return RecipeParser
 
 
 def recipe_parser(task: str, doc: str | None, *, data: str | None, name: str | None, seed: int = 1,
@@ -62,19 +124,18 @@ def recipe_parser(task: str, doc: str | None, *, data: str | None, name: str | N
     a network with :func:`fit` (``network``), ``--average-weights``; the recipe adds its own.
     ``doc`` (the recipe's docstring) is the help text as written.
     """
-    from .errors import CommandParser
-
-    parser = CommandParser(prog=f"taskflow train {task}", description=doc,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _recipe_parser_class()(prog=f"taskflow train {task}", description=doc,
+                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     if data is not None:
         parser.add_argument("--data-dir", required=data_required, help=data)
-    parser.add_argument("--out", required=out is None, default=out, help="where to write the model package")
+    parser.add_argument("--out", required=out is None, default=out,
+                        help="the folder to write the model package to (a package already there is replaced)")
     parser.add_argument("--name", default=name, help="model name in the manifest (default: %(default)s)"
                         if name else "model name in the manifest (default: the --out folder's name)")
     parser.add_argument("--version", default="1.0.0", help="model version in the manifest")
-    parser.add_argument("--seed", type=int, default=seed, help="seeds every generator (default: %(default)s)")
+    parser.add_argument("--seed", type=SEED, default=seed, help="seeds every generator (default: %(default)s)")
     if network:
-        parser.add_argument("--average-weights", type=float, metavar="DECAY",
+        parser.add_argument("--average-weights", type=SHARE, metavar="DECAY",
                             help="evaluate and ship a moving average of the weights (e.g. 0.999: about the "
                                  "last 1,000 steps) instead of the last step's; default: off")
     return parser
@@ -560,7 +621,7 @@ def add_own_data_options(parser: argparse.ArgumentParser, *, text_field: str | N
     group.add_argument("--train", help=f"your training examples: {formats}")
     group.add_argument("--dev", help="examples to pick the epoch on and report (same format; default: --dev-share "
                                      "of --train, held out)")
-    group.add_argument("--dev-share", type=float, default=0.1,
+    group.add_argument("--dev-share", type=SHARE, default=0.1,
                        help="share of --train held out as dev when no --dev is given (default: %(default)s)")
     if text_field is not None:
         group.add_argument("--text-field", default=text_field,
@@ -569,7 +630,7 @@ def add_own_data_options(parser: argparse.ArgumentParser, *, text_field: str | N
         group.add_argument("--label-field", default=label_field, help="key/column of the label (default: %(default)s)")
     group.add_argument("--encoding", default="utf-8", help="the files' text encoding (default utf-8), e.g. gbk")
     if "--minutes" not in parser._option_string_actions:     # a recipe with a budget of its own keeps its option
-        group.add_argument("--minutes", type=float, help="time budget for training: stop (keeping the best epoch so "
+        group.add_argument("--minutes", type=POSITIVE, help="time budget for training: stop (keeping the best epoch so "
                                                          "far) when it is spent")
     group.add_argument("--quiet", action="store_true", help="no progress bar, no report on stdout")
     return group
@@ -626,6 +687,11 @@ def read_labelled(path: str | os.PathLike, text_fields: Iterable[str], label_fie
                     f"{', '.join(map(repr, [*text_fields, label_field]))}; {_FIX['jsonl']}", source, record.line)
             *texts, label = record.item
             where = f"{source}:{record.line}"
+            if reader.header is not None and [*texts, label] == [*text_fields, label_field]:
+                # Two files joined with `cat`: the second one's header would train a label named after a column.
+                raise TrainingDataError(
+                    f"{where}: the header row again ({', '.join([*text_fields, label_field])}), as where two files "
+                    "were joined; delete that line", source, record.line)
             for field, text in zip(text_fields, texts):
                 if not isinstance(text, str) or not text.strip():
                     raise TrainingDataError(

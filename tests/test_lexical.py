@@ -256,6 +256,10 @@ def test_bad_user_dict_sources(tmp_path):
 def test_slash_inside_a_word_is_kept():
     assert UserDict.from_lines(["1/2"]).items["1/2"].tags == (None,)
     assert UserDict.from_lines(["tcp/ip/nz"]).items["tcp/ip"].tags == ("nz",)
+    assert UserDict.from_lines(["和/或"]).items["和/或"].tags == (None,)         # one Chinese char: part of the word
+    # A Chinese category, as the accurate mode's entries have, is a tag here too, not part of the word.
+    assert UserDict.from_lines(["长津湖/电影"]).items["长津湖"].tags == ("电影",)
+    assert UserDict.from_lines(["长津湖/作品类_实体"]).items["长津湖"].tags == ("作品类_实体",)
 
 
 # ------------------------------------------------- through the task (tiny model)

@@ -113,6 +113,38 @@ def test_a_damaged_bundled_file_is_an_error_not_a_silent_download(resources, tin
         Taskflow("sentiment_analysis", model="tiny_copy", home=home)
 
 
+def test_a_damaged_cached_file_is_deleted_with_a_warning_and_the_bundled_copy_runs(resources, tiny_models, tmp_path,
+                                                                                    caplog):
+    _bundle(resources, tiny_models["sentiment_analysis"], "sentiment_analysis", "tiny_copy")
+    home = tmp_path / "home"
+    cached = packages.copy_to_cache(packages.resolve("sentiment_analysis", "tiny_copy", home=home), home=home).directory
+    expected = Taskflow("sentiment_analysis", model="tiny_copy", home=home)(["这家酒店很干净"])
+    assert Taskflow("sentiment_analysis", model="tiny_copy", home=home).model.package.source == "cache"
+    data = bytearray((cached / "vocab.txt").read_bytes())
+    data[0] ^= 1                                  # same size, other bytes
+    (cached / "vocab.txt").write_bytes(bytes(data))
+    with caplog.at_level("WARNING", logger="taskflow"):
+        flow = Taskflow("sentiment_analysis", model="tiny_copy", home=home)
+    assert flow.model.package.source == "bundled" and flow(["这家酒店很干净"]) == expected
+    assert "vocab.txt did not match the manifest's sha256" in caplog.text and "taskflow download" in caplog.text
+    assert not (cached / "vocab.txt").exists()    # said once, not hashed again in every process
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="taskflow"):
+        Taskflow("sentiment_analysis", model="tiny_copy", home=home)
+    assert "did not match" not in caplog.text
+
+
+def test_an_own_package_changed_after_it_was_written_says_to_write_it_again(tiny_models, tmp_path):
+    own = tmp_path / "own"
+    shutil.copytree(tiny_models["sentiment_analysis"], own)
+    data = bytearray((own / "vocab.txt").read_bytes())
+    data[0] ^= 1
+    (own / "vocab.txt").write_bytes(bytes(data))
+    with pytest.raises(ChecksumError, match="changed after it was written.*train it again") as info:
+        Taskflow("sentiment_analysis", task_path=own)
+    assert "fetch" not in str(info.value)         # nothing fetches a package of one's own
+
+
 def test_an_unwritable_home_falls_back_to_a_temporary_export(tiny_models, tmp_path):
     not_a_dir = tmp_path / "home"
     not_a_dir.write_text("a file where the cache should be")

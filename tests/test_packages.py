@@ -1143,3 +1143,21 @@ def test_a_malformed_own_package_is_a_manifest_error_at_load(tiny_sentiment, tmp
         (package / "loop").symlink_to(".")
     with pytest.raises(ManifestError, match=re.escape(message)):
         Taskflow("sentiment_analysis", task_path=package)("这家酒店很干净")
+
+
+@pytest.mark.network
+def test_an_edit_that_puts_the_old_mtime_back_is_caught(pinned, server, home, monkeypatch):
+    monkeypatch.setenv("PPNLP_ENDPOINT", server.url)
+    package = resolve(TASK, MODEL, progress=False)
+    past = package.directory.stat().st_mtime_ns - 10**9
+    for name in FILES:   # older than the marker, so the marker alone vouches for them
+        os.utime(package.path(name), ns=(past, past))
+    resolve(TASK, MODEL, progress=False)
+    vocab = package.path("vocab.txt")
+    edited = bytearray(vocab.read_bytes())
+    edited[0] ^= 1
+    vocab.write_bytes(bytes(edited))
+    os.utime(vocab, ns=(past, past))                  # `touch -r`: size and mtime as the marker has them
+
+    again = resolve(TASK, MODEL, progress=False)      # the ctime moved: hashed, found damaged, fetched
+    assert again.source == "download" and vocab.read_bytes() == FILES["vocab.txt"]

@@ -43,7 +43,9 @@ __all__ = ["UserDict", "UserDictFormat", "DictItem"]
 # The largest user dictionary read, decompressed: jieba's full dictionary is under 9 MB, and a
 # .gz a few KB long could otherwise expand to gigabytes before a line is parsed.
 _MAX_DICT_BYTES = 64 << 20
-_TAG = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+# A tag after the last '/': LAC's letters (SEASON, n), or a Chinese category of two chars or more
+# (电影, 作品类_实体, as the accurate mode's entries have); else the '/' is part of the word (1/2, 和/或).
+_TAG = re.compile(r"[A-Za-z][A-Za-z0-9_]*|[\u4e00-\u9fff][\u4e00-\u9fffA-Za-z0-9_]+")
 _JIEBA_LINE = re.compile(r"(\S+)(?:\s+(\d+))?(?:\s+([A-Za-z][A-Za-z0-9_]*))?")
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 
 from taskflow.tasks.text_classification.train import (SMALL_DATA, add_network_options, add_own_data_training,
-                                                      train_own_data)
+                                                      check_network_options, train_own_data)
 from taskflow.training import recipe_parser
 
 __all__ = ["sentiment_labels", "parse_args", "main"]
@@ -36,6 +36,7 @@ def parse_args(argv: list[str]):
     args = parser.parse_args(argv)
     if not args.train:
         parser.error("--train FILE is required: sentiment_analysis trains on your own labelled file")
+    check_network_options(parser, args)
     return args
 
 

@@ -28,15 +28,17 @@ from typing import Callable
 
 import numpy as np
 
-from taskflow.training import (Fit, PackageDraft, Schedule, add_own_data_options, check_label_sets,
-                               classification_report, fit, framework_versions, length_batches, log, portable_path,
-                               print_report, read_labelled, recipe_parser, seed_all, sorted_labels, split_off_dev)
+from taskflow.training import (COUNT, DROPOUT, POSITIVE, POSITIVE_INT, Fit, PackageDraft, Schedule,
+                               add_own_data_options, check_label_sets, classification_report, fit, framework_versions,
+                               length_batches, log, portable_path, print_report, read_labelled, recipe_parser, seed_all,
+                               sorted_labels, split_off_dev)
 
 from . import NORMALIZATION, normalize
 
 # train_own_data is sentiment_analysis's own-data trainer too; the char CNN's options, vocabulary,
 # encoding and architecture are also what the recipe of the bundled sentiment model builds on.
-__all__ = ["Chars", "build_vocab", "add_network_options", "add_own_data_training", "network_architecture",
+__all__ = ["Chars", "build_vocab", "add_network_options", "check_network_options", "add_own_data_training",
+           "network_architecture",
            "SMALL_DATA", "train_own_data", "main"]
 
 # What a user's file of a few hundred to a few thousand rows trains best with, on a CPU in minutes:
@@ -50,30 +52,37 @@ def add_network_options(parser: argparse.ArgumentParser, *, max_len: int, min_fr
                         bigram_buckets: int, ngram_dim: int, conv_channels: int, max_kernel: int, dropout: float,
                         lr: float, batch_size: int, epochs: int) -> None:
     """The char CNN's size and training options, with a recipe's defaults."""
-    parser.add_argument("--max-len", type=int, default=max_len, help="chars per window (default: %(default)s)")
-    parser.add_argument("--min-freq", type=int, default=min_freq, help="vocabulary: chars seen at least this often")
-    parser.add_argument("--embed-dim", type=int, default=embed_dim)
-    parser.add_argument("--bigram-buckets", type=int, default=bigram_buckets)
-    parser.add_argument("--ngram-dim", type=int, default=ngram_dim)
-    parser.add_argument("--conv-channels", type=int, default=conv_channels)
-    parser.add_argument("--max-kernel", type=int, default=max_kernel)
-    parser.add_argument("--rnn-size", type=int, default=0,
+    parser.add_argument("--max-len", type=POSITIVE_INT, default=max_len, help="chars per window (default: %(default)s)")
+    parser.add_argument("--min-freq", type=POSITIVE_INT, default=min_freq,
+                        help="vocabulary: chars seen at least this often")
+    parser.add_argument("--embed-dim", type=POSITIVE_INT, default=embed_dim)
+    parser.add_argument("--bigram-buckets", type=POSITIVE_INT, default=bigram_buckets)
+    parser.add_argument("--ngram-dim", type=POSITIVE_INT, default=ngram_dim)
+    parser.add_argument("--conv-channels", type=POSITIVE_INT, default=conv_channels)
+    parser.add_argument("--max-kernel", type=POSITIVE_INT, default=max_kernel)
+    parser.add_argument("--rnn-size", type=COUNT, default=0,
                         help="a BiGRU of this size per direction beside the CNN (0: none; default: %(default)s)")
-    parser.add_argument("--negation-window", type=int, default=0,
+    parser.add_argument("--negation-window", type=COUNT, default=0,
                         help="read the chars up to this many after 不/没/无 (to a clause break) as negated, with "
                              "n-gram weights of their own (model.py; 0: off; default: %(default)s)")
     parser.add_argument("--polarity-head", action="store_true",
                         help="also score the text as attention-weighted char polarities that "
                              "negators flip and contrast connectives reweigh (model.py; needs --negation-window)")
-    parser.add_argument("--dropout", type=float, default=dropout)
-    parser.add_argument("--lr", type=float, default=lr)
-    parser.add_argument("--batch-size", type=int, default=batch_size)
-    parser.add_argument("--epochs", type=int, default=epochs, help="at most this many epochs (default: %(default)s)")
+    parser.add_argument("--dropout", type=DROPOUT, default=dropout)
+    parser.add_argument("--lr", type=POSITIVE, default=lr)
+    parser.add_argument("--batch-size", type=POSITIVE_INT, default=batch_size)
+    parser.add_argument("--epochs", type=POSITIVE_INT, default=epochs, help="at most this many epochs (default: %(default)s)")
+
+
+def check_network_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """What the options cannot say one at a time."""
+    if args.polarity_head and not args.negation_window:
+        parser.error("--polarity-head reads the negation scopes: give --negation-window N too (e.g. 3)")
 
 
 def add_own_data_training(parser: argparse.ArgumentParser) -> None:
     add_own_data_options(parser, text_field="text", label_field="label")
-    parser.add_argument("--patience", type=int, default=4,
+    parser.add_argument("--patience", type=POSITIVE_INT, default=4,
                         help="own data: stop after this many epochs without a better dev accuracy (default: %(default)s)")
 
 
@@ -265,6 +274,7 @@ def parse_args(argv: list[str]):
     args = parser.parse_args(argv)
     if not args.train:
         parser.error("--train FILE is required: text_classification trains on your own labelled file")
+    check_network_options(parser, args)
     return args
 
 
