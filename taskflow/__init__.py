@@ -2,7 +2,7 @@
 
 >>> from taskflow import Taskflow
 >>> Taskflow("sentiment_analysis")(["这家酒店很干净，服务也好"])   # doctest: +SKIP
-[{'text': '这家酒店很干净，服务也好', 'label': 'positive', 'score': 0.80...}]
+[{'text': '这家酒店很干净，服务也好', 'label': 'positive', 'score': 0.878...}]
 """
 
 from . import errors

@@ -500,6 +500,18 @@ def cache_dir(task: str, model: str, version: str, home: str | os.PathLike | Non
     return inside(root, root / task / model / version, "cache folder")
 
 
+def _check_home_is_a_folder(home: str | os.PathLike | None) -> None:
+    """Before writing to the cache: a home (or a folder on its way) that is a file is named as such,
+    not left to an errno from deep inside a copy."""
+    path = home_dir(home)
+    for part in (path / "taskflow", path, *path.parents):
+        if part.exists():
+            if not part.is_dir():
+                raise OptionError(f"the cache home {path} ($PPNLP_HOME, or home=) cannot hold folders: {part} is a "
+                                  "file. Point it at a folder, or unset PPNLP_HOME for ~/.paddlenlp", "home")
+            return
+
+
 def _has_files(directory: Path, manifest: Manifest) -> bool:
     return all(
         (directory / name).is_file() and (directory / name).stat().st_size == entry["size"]
@@ -669,6 +681,7 @@ def resolve(
             "`taskflow pack`, or pass task_path=<a local package directory>."
         )
     home_path = home_dir(home)
+    _check_home_is_a_folder(home)
     for name in missing:
         entry = manifest.files[name]
         download_file(
@@ -689,6 +702,7 @@ def copy_to_cache(package: ModelPackage, home: str | os.PathLike | None = None) 
         return package
     manifest = package.manifest
     cached = cache_dir(manifest.task, manifest.name, manifest.version, home)
+    _check_home_is_a_folder(home)
     cached.mkdir(parents=True, exist_ok=True)
     for name in manifest.files:
         tmp = _temp_name(cached / name)

@@ -56,8 +56,8 @@ class Taskflow:
     (``-1`` for the CPU, ``N`` for ``"gpu:N"``) for ``device``.
 
     >>> from taskflow import Taskflow
-    >>> Taskflow("sentiment_analysis")("这家酒店很干净")   # doctest: +SKIP
-    [{'text': '这家酒店很干净', 'label': 'positive', 'score': 0.52...}]
+    >>> Taskflow("sentiment_analysis")("这家酒店很干净，服务也好")   # doctest: +SKIP
+    [{'text': '这家酒店很干净，服务也好', 'label': 'positive', 'score': 0.878...}]
     """
 
     def __init__(
@@ -268,7 +268,7 @@ class Taskflow:
         lines += [f"  {name} = {default!r}" for name, default in cls.option_defaults().items()]
         lines += ["  batch_size = " + repr(cls.default_batch_size), "  (and model, mode, device, precision, "
                   "num_threads, static, tensorrt, task_path, home, offline)", "", "input: " + _input_shape(cls)]
-        example = [line for line in doc.splitlines() if line.lstrip().startswith((">>>", "...", "[", "{", "'"))]
+        example = _doctest_lines(doc)
         if example:
             lines += ["", "example:"] + ["  " + line.strip() for line in example]
         print("\n".join(lines), file=file)
@@ -395,6 +395,18 @@ def _check_option_names(cls, task_options: dict, registered=None) -> None:
             f"Taskflow({cls.name!r}) got an unknown option {name!r}.{hint} {cls.name} accepts "
             f"{', '.join(accepted) or 'no task options'} (and Taskflow's own: model, mode, device, batch_size, "
             "precision, num_threads, static, tensorrt, task_path, home, offline)", name)
+
+
+def _doctest_lines(doc: str) -> list[str]:
+    """The docstring's examples: each ``>>>`` line with its ``...`` lines and the output after them,
+    up to a blank line (a line of prose that happens to start with "[" is not one)."""
+    lines, inside = [], False
+    for line in doc.splitlines():
+        stripped = line.strip()
+        inside = stripped.startswith(">>>") or (inside and bool(stripped))
+        if inside:
+            lines.append(line)
+    return lines
 
 
 def _check_on_error(on_error: Any) -> None:

@@ -732,7 +732,9 @@ def split_off_dev(examples: list, share: float, rng: random.Random, label_of: Ca
     if not held:
         from .errors import TrainingDataError
 
-        raise TrainingDataError("too few examples to hold any out as dev: give a --dev file")
+        raise TrainingDataError(
+            f"no label has two examples or more ({len(by_label)} labels in {len(examples)} examples), so none can "
+            "be held out as dev: is --label-field the label column? Otherwise give a --dev file")
     return [e for i, e in enumerate(examples) if i not in held], [e for i, e in enumerate(examples) if i in held]
 
 
@@ -767,15 +769,17 @@ def check_label_sets(train: list[LabelledExample], dev: list[LabelledExample], t
 
 def classification_report(gold: list[str], predicted: list[str], labels: list[str],
                           train_counts: Mapping[str, int]) -> dict:
-    """Dev accuracy, and per label: its train and dev examples, precision and recall on dev."""
+    """Dev accuracy, and per label: its train and dev examples, precision and recall on dev.  A
+    figure with nothing to count is None (null), not 0: a label with no dev examples has no recall,
+    one never predicted no precision."""
     correct = sum(g == p for g, p in zip(gold, predicted))
     per_label = {}
     for label in labels:
         hits = sum(g == p == label for g, p in zip(gold, predicted))
         in_dev, as_predicted = gold.count(label), predicted.count(label)
         per_label[label] = {"train": int(train_counts.get(label, 0)), "dev": in_dev, "predicted": as_predicted,
-                            "precision": round(hits / as_predicted, 4) if as_predicted else 0.0,
-                            "recall": round(hits / in_dev, 4) if in_dev else 0.0}
+                            "precision": round(hits / as_predicted, 4) if as_predicted else None,
+                            "recall": round(hits / in_dev, 4) if in_dev else None}
     return {"examples": len(gold), "accuracy": round(correct / len(gold), 4) if gold else 0.0,
             "per_label": per_label}
 
@@ -791,7 +795,12 @@ def print_report(report: Mapping[str, Any], *, title: str, headline: str, quiet:
     print(f"  {'label':<{width}}  " + "  ".join(f"{c:>9}" for c in columns))
     for label, row in rows.items():
         padding = " " * (width - _display_width(label))
-        print(f"  {label}{padding}  " + "  ".join(f"{row.get(c, ''):>9}" for c in columns))
+        print(f"  {label}{padding}  " + "  ".join(f"{'n/a' if row.get(c, '') is None else row.get(c, ''):>9}"
+                                                 for c in columns))
+    unmeasured = [label for label, row in rows.items() if row.get("dev") == 0]
+    if unmeasured:
+        print(f"  no dev examples of {', '.join(map(repr, unmeasured))}: how well the model knows "
+              f"{'it' if len(unmeasured) == 1 else 'them'} is not measured; add some to --dev")
 
 
 def _display_width(text: str) -> int:

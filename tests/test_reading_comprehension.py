@@ -536,10 +536,11 @@ def test_the_manifest_threshold_moves_the_no_answer_decision_as_documented(tiny,
     below, above = answers[margin - 0.05], answers[margin + 0.05]
     assert below["answer"] == "" and below["score"] == pytest.approx(null * math.exp(-(margin - 0.05)))
     assert above["answer"] != "" and above["score"] == pytest.approx(best)
-    # The option overrides the manifest; without handle_impossible_answer the threshold does nothing.
+    # The option overrides the manifest; without handle_impossible_answer it would do nothing, so it is refused.
     assert Taskflow("reading_comprehension", task_path=package, handle_impossible_answer=True,
                     null_threshold=margin - 0.05)(item)[0]["answer"] == ""
-    assert Taskflow("reading_comprehension", task_path=package, null_threshold=-50.0)(item)[0]["answer"] != ""
+    with pytest.raises(OptionError, match="pass handle_impossible_answer=True with it"):
+        Taskflow("reading_comprehension", task_path=package, null_threshold=-50.0)
     ranked = Taskflow("reading_comprehension", task_path=package, handle_impossible_answer=True, top_k=4)(item)[0]
     assert [r["score"] for r in ranked] == sorted((r["score"] for r in ranked), reverse=True)
 
@@ -772,7 +773,8 @@ def test_the_ensemble_s_own_null_threshold_is_tuned_and_used(ensemble_package, t
     update_manifest(package, {"null_threshold": 7.5, "ensemble_null_threshold": -2.5})
     assert Taskflow("reading_comprehension", task_path=package).task.null_threshold == -2.5
     assert Taskflow("reading_comprehension", task_path=package, ensemble=False).task.null_threshold == 7.5
-    assert Taskflow("reading_comprehension", task_path=package, null_threshold=1.0).task.null_threshold == 1.0
+    assert Taskflow("reading_comprehension", task_path=package, handle_impossible_answer=True,
+                    null_threshold=1.0).task.null_threshold == 1.0
     answerable, unanswerable = _tuning_files(tmp_path)
     from recipes.reading_comprehension.calibrate import main as calibrate
 

@@ -432,6 +432,8 @@ MALFORMED = {
                           {"train.jsonl": '{"text": "很好", "label": "5"}\n{"text": "很差"}\n'}, [],
                           "train.jsonl:2: no key 'label'", "--label-field"),
     "empty file": ("text_classification", {"train.csv": ""}, [], "train.csv holds no examples", "empty"),
+    "header row again": ("text_classification", {"train.csv": GOOD_CSV + GOOD_CSV}, [],
+                         "train.csv:11: the header row again (text, label)", "delete that line"),
     "one label": ("text_classification", {"train.csv": "text,label\n很好,5\n不错,5\n"}, [],
                   "every example has the label '5'", "two labels or more"),
     "dev label unseen in train": ("text_classification",
@@ -492,3 +494,47 @@ def test_training_shows_a_progress_bar_with_an_eta_on_a_terminal_and_none_when_q
     train("text_classification", "--train", str(train_file), "--out", str(tmp_path / "b"), "--epochs", "2", "--quiet",
           *TINY_CNN)
     assert quiet.text == ""
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--batch-size", "0"], "argument --batch-size: 0 is out of range: it must be >= 1"),
+    (["--dropout", "1.5"], "argument --dropout: 1.5 is out of range: it must be >= 0 and < 1"),
+    (["--epochs", "0"], "argument --epochs: 0 is out of range"),
+    (["--lr", "-1"], "argument --lr: -1 is out of range: it must be > 0"),
+    (["--minutes", "0"], "argument --minutes: 0 is out of range"),
+    (["--seed", "-5"], "argument --seed: -5 is out of range"),
+    (["--average-weights", "2"], "argument --average-weights: 2 is out of range"),
+    (["--max-len", "x"], "argument --max-len: 'x' is not an integer"),
+    (["--polarity-head"], "--polarity-head reads the negation scopes: give --negation-window N"),
+    (["--version", "a/b"], "--version 'a/b' names the package's folder"),
+    (["--name", "../x"], "--name '../x' names the package's folder"),
+    (["--out", "a_file"], "--out a_file is a file"),
+    (["--out", "a_file/sub"], "a_file is a file, not a folder"),
+    (["--out", "other"], "--out other holds other files and no package"),
+])
+def test_a_bad_option_or_out_folder_is_refused_before_training(tmp_path, monkeypatch, capsys, options, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.csv").write_text(GOOD_CSV, encoding="utf-8")
+    (tmp_path / "a_file").write_text("not a folder", encoding="utf-8")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine", encoding="utf-8")
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    argv = ["train", "text_classification", "--train", "train.csv", "--quiet", *options]
+    with pytest.raises(SystemExit) as info:
+        cli(argv if "--out" in options else [*argv, "--out", "model"])
+    error = capsys.readouterr().err
+    assert info.value.code == 2 and error.startswith("taskflow: error: ") and message in error, error
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before      # nothing trained, nothing written
+
+
+def test_a_package_is_replaced_manifest_first(tmp_path):
+    from taskflow.packages import write_package
+
+    source = tmp_path / "w.bin"
+    source.write_bytes(b"one")
+    write_package(tmp_path / "pkg", {"task": "text_classification", "name": "pkg", "version": "1.0.0"}, {"w.bin": source})
+    source.write_bytes(b"two")
+    with pytest.raises(OSError):     # a write cut short: no manifest is left over other bytes
+        write_package(tmp_path / "pkg", {"task": "text_classification", "name": "pkg", "version": "1.0.0"},
+                      {"w.bin": source, "gone.bin": tmp_path / "missing"})
+    assert not (tmp_path / "pkg" / "manifest.json").exists()

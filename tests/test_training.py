@@ -300,3 +300,14 @@ def test_simplex_grid_lists_every_weighting_with_each_network_in():
     for readers, step in [(3, 0.5), (2, 0.3), (1, 0.5)]:
         with pytest.raises(ValueError, match="step"):
             simplex_grid(readers, step)
+
+
+def test_the_dev_report_leaves_unmeasured_figures_empty_and_says_why(capsys):
+    from taskflow.training import classification_report, print_report
+
+    report = classification_report(["a", "a", "b"], ["a", "b", "b"], ["a", "b", "c"], {"a": 5, "b": 4, "c": 3})
+    assert report["per_label"]["a"] == {"train": 5, "dev": 2, "predicted": 1, "precision": 1.0, "recall": 0.5}
+    assert report["per_label"]["c"] == {"train": 3, "dev": 0, "predicted": 0, "precision": None, "recall": None}
+    print_report(report, title="dev", headline="accuracy 0.6667")
+    out = capsys.readouterr().out
+    assert "n/a" in out and "no dev examples of 'c'" in out and "add some to --dev" in out

@@ -50,3 +50,17 @@ def test_the_best_answer_is_drawn_even_inside_a_worse_one():
     page = html_spans("杭州市是省会城市", spans)
     assert ">市是<sub style='font-size:9px;margin-left:2px'>#1 0.90" in page
     assert "#2" not in page and overlapped(spans) == [(0, 6, "#2 0.50")]
+
+
+def test_no_answer_is_listed_at_its_rank_beside_the_spans():
+    from types import SimpleNamespace
+
+    from taskflow.tasks.reading_comprehension import ReadingComprehensionTask
+
+    item = SimpleNamespace(context="今天天气很好。", question="红楼梦的作者是谁？")
+    answers = [{"answer": "", "score": 0.71, "start": 0, "end": 0},
+               {"answer": "今天天气很好。", "score": 0.002, "start": 0, "end": 7}]
+    page = ReadingComprehensionTask.render_html(None, [answers], [item])
+    assert "#1 <i>no answer</i> (0.71)" in page and "#2 0.00" in page
+    page = ReadingComprehensionTask.render_html(None, [answers[0]], [item])      # top_k=1: one result, no list
+    assert "#1 <i>no answer</i> (0.71)" in page

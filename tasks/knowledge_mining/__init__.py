@@ -3,7 +3,7 @@
 >>> from taskflow import Taskflow
 >>> Taskflow("knowledge_mining")("《红楼梦》是清代作家曹雪芹的作品")   # doctest: +SKIP
 [{'text': '《红楼梦》是清代作家曹雪芹的作品',
-  'items': [{'item': '《', 'offset': 0, 'length': 1, 'wordtag_label': 'w'},
+  'items': [{'item': '《', 'offset': 0, 'length': 1, 'wordtag_label': 'w', 'termid': None},
             {'item': '红楼梦', 'offset': 1, 'length': 3, 'wordtag_label': '作品类_实体',
              'termid': '作品与出版物_eb_红楼梦'},
             ...
@@ -209,7 +209,7 @@ class KnowledgeMiningTask(LexicalStages):
     >>> from taskflow import Taskflow
     >>> Taskflow("wordtag", user_dict=["长津湖/作品类_实体"])("长津湖很好看")   # doctest: +SKIP
     [{'text': '长津湖很好看', 'items': [{'item': '长津湖', 'offset': 0, 'length': 3,
-      'wordtag_label': '作品类_实体', 'termid': '作品与出版物_eb_长津湖'}, ...]}]
+      'wordtag_label': '作品类_实体', 'termid': None}, ...]}]
     """
 
     default_model = "termtree"

@@ -3,7 +3,7 @@
 >>> from taskflow import Taskflow
 >>> qa = Taskflow("reading_comprehension")
 >>> qa({"context": "杭州市是浙江省的省会，位于中国东南沿海。", "question": "浙江省的省会是哪里？"})   # doctest: +SKIP
-[{'question': '浙江省的省会是哪里？', 'answer': '杭州市', 'start': 0, 'end': 3, 'score': 0.87}]
+[{'question': '浙江省的省会是哪里？', 'answer': '杭州市', 'start': 0, 'end': 3, 'score': 0.39...}]
 
 What counts as an item, and how inputs are read:
 
@@ -294,7 +294,7 @@ class ReadingComprehensionTask(MultiTextTask):
 
     >>> from taskflow import Taskflow
     >>> Taskflow("question_answering_extractive", top_k=2)(("北京是中国的首都。", "中国的首都是哪里？"))  # doctest: +SKIP
-    [[{'question': '中国的首都是哪里？', 'answer': '北京', 'start': 0, 'end': 2, 'score': 0.91}, ...]]
+    [[{'question': '中国的首都是哪里？', 'answer': '北京', 'start': 0, 'end': 2, 'score': 0.70...}, ...]]
     """
 
     default_model = "drqa_char"
@@ -359,6 +359,10 @@ class ReadingComprehensionTask(MultiTextTask):
             tuned = self.null_model.threshold
         else:
             tuned = manifest.get("ensemble_null_threshold" if len(self.readers) > 1 else "null_threshold", 0.0)
+        if null_threshold is not None and not self.handle_impossible_answer:
+            raise OptionError("null_threshold is the margin of handle_impossible_answer: pass "
+                              "handle_impossible_answer=True with it (without, the best span is always given)",
+                              "null_threshold")
         self.null_threshold = number_option("null_threshold", tuned if null_threshold is None else null_threshold,
                                             -50.0, 50.0)
         # The manifest's encoder_focus: how many of the other readers' best spans a window's member
@@ -501,7 +505,9 @@ class ReadingComprehensionTask(MultiTextTask):
             body = html_spans(item.context, spans)
             for start, end, label in overlapped(spans):
                 body += f"<div>{html.escape(label)}: {html.escape(item.context[start:end])}</div>"
-            if not spans:
-                body += f"<div><i>no answer</i> ({answers[0]['score']:.2f})</div>"
+            # "No answer" among the answers (handle_impossible_answer) is said at its rank, not dropped.
+            for rank, answer in enumerate(answers, 1):
+                if not answer["answer"]:
+                    body += f"<div>#{rank} <i>no answer</i> ({answer['score']:.2f})</div>"
             blocks.append(head + body)
         return "<div style='font-family:sans-serif'>" + "".join(blocks) + "</div>"

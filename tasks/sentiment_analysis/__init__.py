@@ -3,8 +3,8 @@
 >>> from taskflow import Taskflow
 >>> senta = Taskflow("sentiment_analysis")
 >>> senta(["这家酒店很干净，服务也好", "等了一个小时还没上菜"])   # doctest: +SKIP
-[{'text': '这家酒店很干净，服务也好', 'label': 'positive', 'score': 0.80...},
- {'text': '等了一个小时还没上菜', 'label': 'negative', 'score': 0.93...}]
+[{'text': '这家酒店很干净，服务也好', 'label': 'positive', 'score': 0.878...},
+ {'text': '等了一个小时还没上菜', 'label': 'negative', 'score': 0.960...}]
 
 Texts longer than the model's ``max_length`` are split at sentence ends; the
 chunks' probabilities are averaged, weighted by their length.  A package whose

@@ -3,8 +3,8 @@
 >>> from taskflow import Taskflow
 >>> match = Taskflow("text_similarity")
 >>> match([["怎么修改微信密码", "微信密码怎么改"], ["明天天气怎么样", "昨天天气怎么样"]])   # doctest: +SKIP
-[{'text1': '怎么修改微信密码', 'text2': '微信密码怎么改', 'similarity': 0.97, 'label': 1},
- {'text1': '明天天气怎么样', 'text2': '昨天天气怎么样', 'similarity': 0.04, 'label': 0}]
+[{'text1': '怎么修改微信密码', 'text2': '微信密码怎么改', 'similarity': 0.98..., 'label': 1},
+ {'text1': '明天天气怎么样', 'text2': '昨天天气怎么样', 'similarity': 0.42..., 'label': 0}]
 
 What counts as a pair, and how inputs are read:
 
@@ -157,7 +157,7 @@ class TextSimilarityTask(MultiTextTask):
 
     >>> from taskflow import Taskflow
     >>> Taskflow("text_matching", threshold=0.7)(("怎么修改微信密码", "微信密码怎么改"))   # doctest: +SKIP
-    [{'text1': '怎么修改微信密码', 'text2': '微信密码怎么改', 'similarity': 0.97, 'label': 1}]
+    [{'text1': '怎么修改微信密码', 'text2': '微信密码怎么改', 'similarity': 0.98..., 'label': 1}]
     """
 
     default_model = "siamese_char_word"
