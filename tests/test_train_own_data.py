@@ -500,7 +500,7 @@ def test_training_shows_a_progress_bar_with_an_eta_on_a_terminal_and_none_when_q
     (["--batch-size", "0"], "argument --batch-size: 0 is out of range: it must be >= 1"),
     (["--dropout", "1.5"], "argument --dropout: 1.5 is out of range: it must be >= 0 and < 1"),
     (["--epochs", "0"], "argument --epochs: 0 is out of range"),
-    (["--lr", "-1"], "argument --lr: -1 is out of range: it must be > 0"),
+    (["--lr", "-1"], "argument --lr: -1 is out of range: it must be >= 0"),
     (["--minutes", "0"], "argument --minutes: 0 is out of range"),
     (["--seed", "-5"], "argument --seed: -5 is out of range"),
     (["--average-weights", "2"], "argument --average-weights: 2 is out of range"),

@@ -359,12 +359,12 @@ class ReadingComprehensionTask(MultiTextTask):
             tuned = self.null_model.threshold
         else:
             tuned = manifest.get("ensemble_null_threshold" if len(self.readers) > 1 else "null_threshold", 0.0)
+        self.null_threshold = number_option("null_threshold", tuned if null_threshold is None else null_threshold,
+                                            -50.0, 50.0)
         if null_threshold is not None and not self.handle_impossible_answer:
             raise OptionError("null_threshold is the margin of handle_impossible_answer: pass "
                               "handle_impossible_answer=True with it (without, the best span is always given)",
                               "null_threshold")
-        self.null_threshold = number_option("null_threshold", tuned if null_threshold is None else null_threshold,
-                                            -50.0, 50.0)
         # The manifest's encoder_focus: how many of the other readers' best spans a window's member
         # encoder reads the pieces of (None: every piece). The encoder is most of the accurate
         # mode's time, and the spans it would move to the top are nearly always among those.

@@ -28,9 +28,9 @@ from typing import Callable
 
 import numpy as np
 
-from taskflow.training import (COUNT, DROPOUT, POSITIVE, POSITIVE_INT, Fit, PackageDraft, Schedule,
-                               add_own_data_options, check_label_sets, classification_report, fit, framework_versions,
-                               length_batches, log, portable_path, print_report, read_labelled, recipe_parser, seed_all,
+from taskflow.training import (COUNT, DROPOUT, POSITIVE_INT, Fit, PackageDraft, Schedule, add_own_data_options,
+                               check_label_sets, classification_report, fit, framework_versions, length_batches, log,
+                               option_number, portable_path, print_report, read_labelled, recipe_parser, seed_all,
                                sorted_labels, split_off_dev)
 
 from . import NORMALIZATION, normalize
@@ -69,7 +69,7 @@ def add_network_options(parser: argparse.ArgumentParser, *, max_len: int, min_fr
                         help="also score the text as attention-weighted char polarities that "
                              "negators flip and contrast connectives reweigh (model.py; needs --negation-window)")
     parser.add_argument("--dropout", type=DROPOUT, default=dropout)
-    parser.add_argument("--lr", type=POSITIVE, default=lr)
+    parser.add_argument("--lr", type=option_number(float, at_least=0), default=lr)
     parser.add_argument("--batch-size", type=POSITIVE_INT, default=batch_size)
     parser.add_argument("--epochs", type=POSITIVE_INT, default=epochs, help="at most this many epochs (default: %(default)s)")
 
