@@ -176,24 +176,9 @@ def run_file(
     """
     refuse_in_worker_bootstrap()
     call_site = calling_line()
-    if on_error not in ON_ERROR:
-        raise OptionError(f"on_error must be one of {ON_ERROR}, got {on_error!r}", "on_error")
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise OptionError(f"workers must be a positive int, got {workers!r}", "workers")
-    if workers > 1 and worker_spec is None:
-        raise OptionError("workers > 1 needs worker_spec (Taskflow.spec), to rebuild the pipeline in each "
-                          "process; use Taskflow.predict_file", "worker_spec")
-    for name, value in (("chunk_timeout", chunk_timeout), ("startup_timeout", startup_timeout),
-                        ("shutdown_timeout", shutdown_timeout)):
-        if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0):
-            raise OptionError(f"{name} must be a positive number of seconds, got {value!r}", name)
-    for name, value in (("fields", fields), ("id_fields", id_fields)):
-        if value is not None and (isinstance(value, (str, bytes)) or not isinstance(value, Sequence)
-                                  or not all(isinstance(v, str) and v for v in value)):
-            example = [value] if isinstance(value, str) else ["review"]
-            raise OptionError(f"{name} must be a list of column names, e.g. {name}={example!r}; got {value!r}", name)
-    if chunk_size is not None and (not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1):
-        raise OptionError(f"chunk_size must be a positive int (records per chunk), got {chunk_size!r}", "chunk_size")
+    _check_job_options(on_error=on_error, workers=workers, worker_spec=worker_spec, fields=fields, id_fields=id_fields,
+                       chunk_size=chunk_size, chunk_timeout=chunk_timeout, startup_timeout=startup_timeout,
+                       shutdown_timeout=shutdown_timeout)
     input_path, output_path = Path(input_path), Path(output_path)
     errors_path = Path(errors_path) if errors_path else output_path.with_name(output_path.name + ".errors.jsonl")
     fields_given, fields = fields is not None, tuple(fields or task.input_fields)
@@ -231,6 +216,30 @@ def run_file(
     for message in summary.messages:
         logger.warning(message)
     return summary
+
+
+def _check_job_options(*, on_error, workers, worker_spec, fields, id_fields, chunk_size, chunk_timeout,
+                       startup_timeout, shutdown_timeout) -> None:
+    """Each option of :func:`run_file` is what it names, else an :class:`OptionError` naming it (as a
+    wrong option of a call is), before any file is opened."""
+    if on_error not in ON_ERROR:
+        raise OptionError(f"on_error must be one of {ON_ERROR}, got {on_error!r}", "on_error")
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise OptionError(f"workers must be a positive int, got {workers!r}", "workers")
+    if workers > 1 and worker_spec is None:
+        raise OptionError("workers > 1 needs worker_spec (Taskflow.spec), to rebuild the pipeline in each "
+                          "process; use Taskflow.predict_file", "worker_spec")
+    for name, value in (("chunk_timeout", chunk_timeout), ("startup_timeout", startup_timeout),
+                        ("shutdown_timeout", shutdown_timeout)):
+        if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0):
+            raise OptionError(f"{name} must be a positive number of seconds, got {value!r}", name)
+    for name, value in (("fields", fields), ("id_fields", id_fields)):
+        if value is not None and (isinstance(value, (str, bytes)) or not isinstance(value, Sequence)
+                                  or not all(isinstance(v, str) and v for v in value)):
+            example = [value] if isinstance(value, str) else ["review"]
+            raise OptionError(f"{name} must be a list of column names, e.g. {name}={example!r}; got {value!r}", name)
+    if chunk_size is not None and (not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1):
+        raise OptionError(f"chunk_size must be a positive int (records per chunk), got {chunk_size!r}", "chunk_size")
 
 
 def _run_with_checkpoints(task, source: InputFile, summary: JobSummary, output_path: Path, errors_path: Path,
