@@ -1,6 +1,6 @@
 """Command line: ``taskflow TASK "text"``, ``taskflow list``, ``download``, ``pack``, ``train``.
 
-    taskflow sentiment_analysis "这家酒店很干净"
+    taskflow sentiment_analysis "这家酒店很干净，服务也好"
     taskflow text_similarity "怎么修改微信密码" "微信密码怎么改"     (a multi-field task takes its fields in turn)
     taskflow sentiment_analysis --input reviews.txt --output results.jsonl [--workers 2] [--resume]
     cat reviews.txt | taskflow sentiment_analysis            (no texts and a pipe: one text a line from stdin)
@@ -9,6 +9,7 @@
     taskflow download sentiment_analysis
     taskflow pack my_model/ served/                          (lay a package out for a PPNLP_ENDPOINT server)
     taskflow train sentiment_analysis --train my_reviews.csv --out my_model/
+    taskflow --version
 """
 
 from __future__ import annotations
@@ -30,8 +31,28 @@ COMMANDS = ("list", "download", "pack", "train")
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        status = _dispatch(argv)
+        sys.stdout.flush()      # here, not at exit: a closed pipe is then caught below
+        return status
+    # Wherever they land (while Paddle loads, a model is read, texts are labelled, help is printed):
+    # one line, or none, as a Unix tool does; the streaming and job paths say more where they can.
+    except KeyboardInterrupt:
+        print("taskflow: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:   # `taskflow list | head -1`: the reader has all it wants
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+
+
+def _dispatch(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__.strip())
+        return 0
+    if argv[0] == "--version":
+        from . import __version__
+
+        print(f"taskflow {__version__}")
         return 0
     try:
         with _warnings_to_stderr():
@@ -87,7 +108,8 @@ def _cmd_run(argv: list[str]) -> int:
     parser.add_argument("texts", nargs="*", help="texts to process (or --input FILE, or a pipe: one text a line)")
     parser.add_argument("--input", help="file to read: .txt (a record a line), .jsonl, .csv or .tsv; "
                                         "'-' reads standard input as .txt")
-    parser.add_argument("--output", help="where to write JSON lines (default: stdout; a directory with --backend ray)")
+    parser.add_argument("--output", help="where to write JSON lines (default, or -: stdout; a directory with --backend "
+                                         "ray)")
     parser.add_argument("--field", help="key/column(s) holding the input, comma-separated (default: the task's, e.g. text)")
     parser.add_argument("--batch-size", type=int, help="units per forward pass (default: the task's own, e.g. 32 "
                                                        "texts); larger is faster on a GPU and takes more memory")
@@ -118,6 +140,8 @@ def _cmd_run(argv: list[str]) -> int:
     _common_options(parser)
     task_flags = _add_task_options(parser, argv)
     args = parser.parse_intermixed_args(argv)   # options may come before or after the texts
+    if args.output == "-":
+        args.output = None      # standard output, as --input - is standard input
     if args.texts and args.input:
         parser.error("give either texts or --input FILE, not both")
     if not args.texts and not args.input:
@@ -317,6 +341,7 @@ def _output(path: str | None):
         raise InvalidInputError(f"--output {path} is a directory; name a file, e.g. {target / 'out.jsonl'}")
     import uuid
 
+    target.parent.mkdir(parents=True, exist_ok=True)   # as a job's --output does
     temporary = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     # A new file of our own (never through a symlink planted at the name), with the usual permissions.
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
@@ -452,8 +477,9 @@ def _refuse_unused_job_options(args: argparse.Namespace, parser: argparse.Argume
                                         ("--on-error", args.on_error != "raise"), ("--errors", args.errors is not None),
                                         ("--worker-timeout", args.worker_timeout != 600.0)) if used]
     if job_only and not (args.input and args.input != "-" and args.output):
-        parser.error(f"{', '.join(job_only)} need --input FILE and --output FILE (a job with a checkpoint and an "
-                     "errors file); streaming to stdout, or from stdin, stops at the first bad record")
+        parser.error(f"{', '.join(job_only)} {'needs' if len(job_only) == 1 else 'need'} --input FILE and --output FILE "
+                     "(a job with a checkpoint and an errors file); streaming to stdout, or from stdin, stops at the "
+                     "first bad record")
     input_only = [flag for flag, used in (("--encoding", args.encoding != "utf-8"), ("--field", args.field),
                                           ("--id-field", args.id_field),
                                           ("--max-record-bytes", args.max_record_bytes != 1 << 20)) if used]

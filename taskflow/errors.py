@@ -204,7 +204,8 @@ class InputChangedError(JobError):
 
 
 class OutputWriteError(TaskflowError, OSError):
-    """A batch job cannot write its output, errors or checkpoint file (read-only directory, full disk...).
+    """A batch job cannot write its output, errors or checkpoint file, or ``taskflow pack`` its folder
+    (read-only directory, full disk...).
 
     What was written before is kept: free space (or fix the permissions) and resume; unless the job's
     folder itself was removed, when nothing is, and the message says so.

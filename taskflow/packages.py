@@ -935,11 +935,23 @@ def pack(package_dir: str | os.PathLike, dest_root: str | os.PathLike) -> Path:
     Task, name, version and file names are single plain names (checked when the manifest is
     read), and the folder written to must stay inside ``dest_root`` with symlinks followed: a
     package from elsewhere cannot make it write anywhere else."""
+    from .errors import OutputWriteError
+
     package_dir, dest_root = Path(package_dir), Path(dest_root)
+    if not package_dir.is_dir():
+        raise ModelNotFoundError(f"{package_dir} is not a folder: name a package's folder (its manifest.json and files)")
+    if dest_root.exists() and not dest_root.is_dir():
+        raise OptionError(f"the destination {dest_root} is a file: name a folder to lay packages out in", "dest")
+    if dest_root.resolve() == package_dir.resolve() or package_dir.resolve() in dest_root.resolve().parents:
+        raise OptionError(f"the destination {dest_root} is inside the package {package_dir}: name a folder outside it",
+                          "dest")
     manifest = Manifest.load(package_dir / MANIFEST)
     _verify_dir(package_dir, manifest, REWRITE_PACKAGE)
     out = inside(dest_root, dest_root / manifest.task / manifest.name / manifest.version, "pack folder")
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputWriteError(f"cannot make {out}: {exc.strerror or exc}") from None
     inside(dest_root, out, "pack folder")   # again: a symlink could have been planted while it was made
     for name in (*manifest.files, MANIFEST):
         tmp = _temp_name(out / name)

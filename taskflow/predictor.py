@@ -88,10 +88,14 @@ def import_paddle():
                 warnings.filterwarnings("ignore", message=".*ccache.*")
             import paddle
     except ImportError as exc:
+        if exc.name == "paddle":    # else Paddle is there but failed to load (a library it needs, a cut-short import)
+            raise PaddleNotInstalledError(
+                "PaddlePaddle is not installed. Install the CPU build with `pip install 'taskflow-nlp[cpu]'` "
+                "(or `pip install paddlepaddle`), or `pip install paddlepaddle-gpu` for CUDA."
+            ) from exc
         raise PaddleNotInstalledError(
-            "PaddlePaddle is not installed. Install the CPU build with `pip install 'taskflow-nlp[cpu]'` "
-            "(or `pip install paddlepaddle`), or `pip install paddlepaddle-gpu` for CUDA."
-        ) from exc
+            f"PaddlePaddle is installed but could not be imported: {exc}. Run again; if it persists, reinstall "
+            "it (`pip install --force-reinstall paddlepaddle`, or paddlepaddle-gpu)") from exc
     return paddle
 
 
@@ -511,9 +515,13 @@ class Predictor:
         if bound is None:
             with self._lock:
                 if single not in self._roots:
-                    self._roots[single] = self._create(
-                        build_config(self.model_file, self.params_file, self._single_options, self.inputs)
-                        if single else self.config)
+                    # A config serves one predictor, and Paddle takes it even when the creation is cut
+                    # short (Ctrl-C): each attempt gets its own, so the next call can still make one.
+                    config = build_config(self.model_file, self.params_file,
+                                          self._single_options if single else self.options, self.inputs)
+                    if not single:
+                        self.config = config
+                    self._roots[single] = self._create(config)
                 # The first thread uses the root; others clone it (weights are shared).
                 if single not in self._taken:
                     self._taken.add(single)

@@ -324,7 +324,8 @@ class InputFile:
 
     def _record(self, number: int, text: str | None, error: str | None, terminated: bool) -> Record:
         if error is None and not text.strip():
-            error = f"{self.source}:{number}: empty line (a blank line is an error in every input format; delete it, or use --on-error skip)"
+            error = (f"{self.source}:{number}: empty line (a blank line is an error in every input format; delete it; "
+                     "a job from --input FILE into --output FILE can skip such lines with --on-error skip)")
         if error is not None:
             raw = None if text is None else (text if len(text) <= _SHOWN else text[:_SHOWN] + "…")
             return Record(number, error=error, raw=raw, terminated=terminated)

@@ -39,7 +39,7 @@ def check_text(value: Any, index: int | None, *, what: str = "text", allow_empty
                 f"{where} is empty or only whitespace ({value!r}); pass text with at least one visible character",
                 index,
             )
-        return value
+        return value if type(value) is str else str(value)   # numpy's str_ is a str; results hold plain ones
     if isinstance(value, (bytes, bytearray)):
         raise InputTypeError(f"{where} must be a str, got bytes; decode it first, e.g. value.decode('utf-8')", index)
     raise InputTypeError(f"{where} must be a str, got {type(value).__name__} ({shown(value)})", index)
@@ -49,6 +49,15 @@ def shown(value: Any, limit: int = 60) -> str:
     """``repr(value)`` cut to ``limit`` chars, for naming a bad input in an error message."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _refuse_tables_and_scalars(inputs: Any, columns_hint: str) -> None:
+    """A pandas DataFrame iterates over its column names, and a 0-d array over nothing: either
+    would be read as something else than the caller meant, so both are an InputTypeError."""
+    if hasattr(inputs, "columns") and hasattr(inputs, "iloc"):
+        raise InputTypeError(f"got a pandas DataFrame, whose items would be its column names: pass {columns_hint}")
+    if getattr(inputs, "ndim", None) == 0:
+        raise InputTypeError(f"got a 0-d array ({shown(inputs)}): pass its value, x.item(), or a list")
 
 
 def bool_option(name: str, value: Any) -> bool:
@@ -191,6 +200,7 @@ class Task:
         """The caller's input as a list of items (a single item becomes a list of one)."""
         if isinstance(inputs, str):
             return [inputs]
+        _refuse_tables_and_scalars(inputs, f"one column, df[{self.input_fields[0]!r}]")
         if isinstance(inputs, Iterable) and not isinstance(inputs, (bytes, bytearray, Mapping)):
             return list(inputs)  # lists, tuples, generators, pandas Series, numpy arrays of str
         raise InputTypeError(
@@ -260,16 +270,20 @@ class MultiTextTask(Task):
         return ("an " if self.item_noun[0] in "aeiou" else "a ") + self.item_noun
 
     def is_one_item(self, value: Any) -> bool:
-        """A list/tuple of as many values as the item has fields, a text among them and none an
-        item itself: one item, so that ``("text", None)`` is one pair whose second text is wrong,
-        not two pairs."""
-        return (isinstance(value, (list, tuple)) and len(value) == len(self.input_fields)
+        """A list/tuple (or 1-d array) of as many values as the item has fields, a text among them
+        and none an item itself: one item, so that ``("text", None)`` is one pair whose second text
+        is wrong, not two pairs."""
+        return ((isinstance(value, (list, tuple)) or getattr(value, "ndim", None) == 1)
+                and len(value) == len(self.input_fields)
                 and any(isinstance(v, str) for v in value)
                 and not any(isinstance(v, (list, tuple, Mapping)) for v in value))
 
     def as_items(self, inputs: Any) -> list[Any]:
         if isinstance(inputs, Mapping) or self.is_one_item(inputs):
             return [inputs]
+        columns = ", ".join(map(repr, self.input_fields))
+        _refuse_tables_and_scalars(inputs, f"df[[{columns}]].values.tolist(), or df.to_dict('records') with columns "
+                                           f"{columns}")
         takes = f"{self.name} takes {self._a_noun()} {self._forms()}, or a list of {self.item_noun}s"
         if isinstance(inputs, (str, bytes, bytearray)):
             raise InputTypeError(f"{takes}; got a single {type(inputs).__name__} ({shown(inputs)})")
@@ -280,6 +294,9 @@ class MultiTextTask(Task):
     def check_item(self, item: Any, index: int | None) -> tuple[str, ...]:
         where = f"{self.item_noun} #{index}" if index is not None else self.item_noun
         fields = self.input_fields
+        if hasattr(item, "to_dict") and hasattr(item, "index") and not isinstance(item, Mapping):
+            # A pandas row (df.iloc[i]): by its column names where it has the fields, else in order.
+            item = item.to_dict() if set(fields) <= set(item.index) else list(item)
         if isinstance(item, Mapping):
             missing = [key for key in fields if key not in item]
             if missing:

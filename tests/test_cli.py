@@ -77,6 +77,34 @@ def test_pack_writes_the_endpoint_layout(tiny_sentiment, tmp_path, capsys):
     version_dir = tmp_path / "served" / "sentiment_analysis" / "tiny"
     (version,) = list(version_dir.iterdir())
     assert sorted(p.name for p in version.iterdir()) == ["manifest.json", "vocab.txt", "weights.npz"]
+    # Paths that cannot be a package or its destination are named, and nothing is written.
+    package = tmp_path / "pkg"
+    import shutil
+
+    shutil.copytree(tiny_sentiment, package)
+    (tmp_path / "a_file").write_text("x", encoding="utf-8")
+    for argv, words in (([package, package], "is inside the package"), ([package, package / "sub"], "is inside the package"),
+                        ([tmp_path / "a_file", tmp_path / "o"], "is not a folder"),
+                        ([package, tmp_path / "a_file"], "is a file: name a folder")):
+        assert main(["pack", *map(str, argv)]) == 2
+        assert words in capsys.readouterr().err
+    assert sorted(p.name for p in package.iterdir()) == ["manifest.json", "vocab.txt", "weights.npz"]
+
+
+def test_version_output_dash_and_a_closed_pipe(tiny_sentiment, tmp_path, capsys, monkeypatch):
+    from taskflow import __version__
+
+    assert main(["--version"]) == 0 and capsys.readouterr().out == f"taskflow {__version__}\n"
+    monkeypatch.chdir(tmp_path)
+    assert main(["sentiment_analysis", "很好", "--output", "-", "--task-path", str(tiny_sentiment)]) == 0
+    assert json.loads(capsys.readouterr().out)["text"] == "很好" and not (tmp_path / "-").exists()   # - is stdout
+    import subprocess
+
+    for command in ("list", "--help"):     # a pipe whose reader is gone: no traceback, exit 141
+        code = f"import sys; from taskflow.cli import main; sys.exit(main([{command!r}]))"
+        run = subprocess.run(["bash", "-c", f"set -o pipefail; {sys.executable} -c \"{code}\" | true"],
+                             capture_output=True, text=True)
+        assert run.returncode == 141 and "Traceback" not in run.stderr and "BrokenPipe" not in run.stderr, run.stderr
 
 
 def test_unknown_task_exits_2_with_a_suggestion(capsys):
@@ -270,7 +298,7 @@ def test_input_dash_reads_stdin_to_stdout_or_to_output(tiny_sentiment, tmp_path,
     assert [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]
     with pytest.raises(SystemExit):                     # a checkpointed job needs a file it can read again
         main(["senta", "--input", "-", "--output", str(target), "--resume", "--task-path", str(tiny_sentiment)])
-    assert "--resume need --input FILE" in capsys.readouterr().err
+    assert "--resume needs --input FILE" in capsys.readouterr().err
 
 
 def test_a_terminal_is_not_read_as_input(tiny_sentiment, monkeypatch, capsys):

@@ -163,3 +163,27 @@ def test_one_pair_with_a_wrong_text_is_one_item_naming_that_text(tiny_models):
     qa = Taskflow("reading_comprehension", task_path=tiny_models["reading_comprehension"])
     out = qa([None, "曹雪芹写了红楼梦"], on_error="skip")
     assert len(out) == 1 and out[0]["index"] == 0 and "of item #0 must be a str" in out[0]["error"]
+
+
+def test_numpy_and_pandas_inputs_are_read_as_meant_or_refused_with_the_fix(tiny_models):
+    import numpy as np
+
+    flow = Taskflow("sentiment_analysis", task_path=tiny_models["sentiment_analysis"])
+    out = flow(np.array(["好", "差"]))
+    assert [type(r["text"]) for r in out] == [str, str]           # plain str back, not numpy's str_
+    with pytest.raises(InputTypeError, match="0-d array"):
+        flow(np.array("好"))
+    pairs = Taskflow("text_similarity", task_path=tiny_models["text_similarity"])
+    (one,) = pairs(np.array(["花呗怎么还款", "花呗如何还款"]))     # a 1-d array of two texts is one pair
+    assert (type(one["text1"]), one["text2"]) == (str, "花呗如何还款")
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"text": ["好", "差"], "stars": [5, 1]})
+    with pytest.raises(InputTypeError, match=r"DataFrame, whose items would be its column names: pass one column, "
+                                             r"df\['text'\]"):
+        flow(frame)                      # iterating a frame gives its column names: never classify those
+    assert [r["text"] for r in flow(frame["text"])] == ["好", "差"]
+    table = pd.DataFrame({"text1": ["花呗怎么还款", "好"], "text2": ["花呗如何还款", "差"]})
+    with pytest.raises(InputTypeError, match=r"df\[\['text1', 'text2'\]\].values.tolist\(\)"):
+        pairs(table)
+    assert pairs(table.iloc[0]) == pairs([("花呗怎么还款", "花呗如何还款")])         # a row, by its column names
+    assert pairs([row for _, row in table.iterrows()]) == pairs(table.to_dict("records"))

@@ -526,7 +526,7 @@ def test_cli_refuses_job_options_without_output(tiny_sentiment, tmp_path, capsys
     with pytest.raises(SystemExit) as info:
         main(["sentiment_analysis", "--input", str(source), "--task-path", str(tiny_sentiment), *flags])
     assert info.value.code == 2
-    assert f"{flags[0]} need --input FILE and --output FILE" in capsys.readouterr().err
+    assert f"{flags[0]} needs --input FILE and --output FILE" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["sentiment_analysis", "很好", "--task-path", str(tiny_sentiment), *flags])
 

@@ -540,3 +540,25 @@ def test_a_weights_file_that_is_no_npz_is_an_export_error(tiny_sentiment, tmp_pa
     (tmp_path / "weights.npz").write_bytes(b"PK\x03\x04 not really a zip")
     with pytest.raises(ExportError, match="not a weights file"):
         load_weights(network, tmp_path / "weights.npz")
+
+
+@pytest.mark.parametrize("rows", [4, 40])      # the small-batch predictor and the other one
+def test_a_predictor_creation_cut_short_by_ctrl_c_is_made_again_at_the_next_call(tiny_models, monkeypatch, rows):
+    from taskflow.predictor import Predictor
+
+    texts = [f"这家酒店很干净，服务也好{i}" for i in range(rows)]
+    expected = Taskflow("sentiment_analysis", task_path=tiny_models["sentiment_analysis"])(texts)
+    real, calls = Predictor._create, []
+
+    def interrupted_once(config):
+        calls.append(config)
+        made = real(config)                      # Paddle has taken the config ...
+        if len(calls) == 1:
+            raise KeyboardInterrupt              # ... when the interrupt lands
+        return made
+
+    monkeypatch.setattr(Predictor, "_create", staticmethod(interrupted_once))
+    flow = Taskflow("sentiment_analysis", task_path=tiny_models["sentiment_analysis"])
+    with pytest.raises(KeyboardInterrupt):
+        flow(texts)
+    assert flow(texts) == expected and len(calls) >= 2 and len({id(c) for c in calls}) == len(calls)

@@ -214,7 +214,8 @@ def test_a_20000_char_context_runs_in_bounded_batches(tiny):
 
 def test_handle_impossible_answer_returns_the_empty_answer_by_the_null_score(tiny):
     item = {"context": MRC_CONTEXT, "question": QUESTION}
-    ranked = Taskflow("reading_comprehension", task_path=tiny, top_k=50, handle_impossible_answer=True)(item)[0]
+    # top_k over the context's every span: wherever "no answer" ranks, it is among them, once.
+    ranked = Taskflow("reading_comprehension", task_path=tiny, top_k=1000, handle_impossible_answer=True)(item)[0]
     empties = [r for r in ranked if r["answer"] == ""]
     assert len(empties) == 1 and empties[0]["start"] == empties[0]["end"] == 0
     best = Taskflow("reading_comprehension", task_path=tiny, handle_impossible_answer=True)(item)[0]
@@ -916,3 +917,16 @@ def test_calibrate_ensemble_weights_scores_each_weighting_as_the_task_runs_it(en
     with pytest.raises(SystemExit, match="no weighting keeps the answers within"):
         calibrate(["ensemble-weights", "--package", str(package), "--answerable", str(answerable),
                    "--step", "0.25", "--max-length-ratio", str(limit / 2)])
+
+
+def test_top_k_answers_are_distinct_and_as_many_as_asked_where_the_context_has_them(tiny_models):
+    context = "作者是 曹 雪 芹 。"      # spans of one char: 7 that are not spaces, and spaces between them
+    for top_k in (2, 4, 7):
+        flow = Taskflow("reading_comprehension", task_path=tiny_models["reading_comprehension"], top_k=top_k,
+                        max_answer_len=1)
+        (answers,) = flow({"context": context, "question": "作者是谁？"})
+        spans = [(a["start"], a["end"]) for a in answers]
+        assert len(answers) == top_k and len(set(spans)) == top_k           # trimmed duplicates do not eat them
+        assert all(a["answer"].strip() == a["answer"] != "" for a in answers)
+    flow = Taskflow("reading_comprehension", task_path=tiny_models["reading_comprehension"], top_k=10, max_answer_len=1)
+    assert len(flow({"context": context, "question": "作者是谁？"})[0]) == 7      # no more than there are

@@ -68,8 +68,8 @@ from taskflow.registry import register_task
 from taskflow.ensemble import Ensemble, feeds_of
 from taskflow.task import MultiTextTask, bool_option, int_option, number_option
 
-from .data import (FEATURES, NullModel, Prepared, Vocab, encode, ensemble_null, mean_span_scores, merge,
-                   no_answer_score, prepare, span_scores, top_spans, windows)
+from .data import (FEATURES, NullModel, Prepared, Vocab, distinct_top_spans, encode, ensemble_null, mean_span_scores,
+                   merge, no_answer_score, prepare, span_scores, top_spans, windows)
 
 __all__ = ["ReadingComprehensionTask"]
 
@@ -84,6 +84,7 @@ class Window(NamedTuple):
     prepared: tuple[Prepared, ...]   # the context read by each reader (its vocabulary, its features)
     start: int
     end: int
+    context: str                     # the item's whole context, as the caller gave it
 
 
 class Reader:
@@ -400,7 +401,7 @@ class ReadingComprehensionTask(MultiTextTask):
     def split(self, item: Item) -> list[Window]:
         prepared = tuple(reader.prepare(item) for reader in self.readers)
         width = self.readers[0].context_width(self.max_seq_len, prepared[0])
-        return [Window(prepared, a, b) for a, b in windows(len(item.context), width, self.doc_stride)]
+        return [Window(prepared, a, b, item.context) for a, b in windows(len(item.context), width, self.doc_stride)]
 
     def unit_length(self, unit: Window) -> int:
         return unit.end - unit.start
@@ -460,12 +461,14 @@ class ReadingComprehensionTask(MultiTextTask):
         results = []
         for row, unit in enumerate(units):
             scores = [reader_scores[row] for reader_scores in per_window]
+            text = unit.context[unit.start:unit.end]
             if len(scores) == 1:
-                results.append((unit.start, *top_spans(*scores[0], max(self.top_k, 1))))
+                results.append((unit.start, *distinct_top_spans(*scores[0], self.top_k, text)))
                 continue
             # An ensemble's window also keeps each reader's own best span and null (item_null).
             own = tuple((float(matrix.max()) if matrix.size else 0.0, null) for matrix, null in scores)
-            results.append((unit.start, *top_spans(*mean_span_scores(scores, self.weights), max(self.top_k, 1)), own))
+            results.append((unit.start, *distinct_top_spans(*mean_span_scores(scores, self.weights), self.top_k, text),
+                            own))
         return results
 
     def item_null(self, results, spans, null: float) -> float:

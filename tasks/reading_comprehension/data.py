@@ -294,6 +294,32 @@ def top_spans(scores: np.ndarray, null: float, top_k: int) -> tuple[list[tuple[i
     return out, null
 
 
+def distinct_top_spans(scores: np.ndarray, null: float, top_k: int, text: str) -> tuple[list[tuple[int, int, float]], float]:
+    """:func:`top_spans`, where spans of ``text`` (the window's) that are one answer once
+    :func:`merge` trims the spaces at their ends count once, and a span of spaces not at all: so
+    that ``top_k`` distinct answers remain where the window holds them.  Spans come back as found
+    (untrimmed, best first); merge trims them."""
+    fetch = top_k
+    while True:
+        spans, null = top_spans(scores, null, fetch)
+        kept: dict[tuple[int, int], tuple[int, int, float]] = {}
+        for start, end, score in spans:
+            trimmed = _trimmed(text, start, end)
+            if trimmed[0] < trimmed[1] and trimmed not in kept:
+                kept[trimmed] = (start, end, score)
+        if len(kept) >= top_k or len(spans) < fetch:
+            return list(kept.values())[:top_k], null
+        fetch = 2 * fetch + 4
+
+
+def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
 def _joint_span_scores(p_start: np.ndarray, p_end: np.ndarray, length: int, max_answer_len: int,
                        length_scores: np.ndarray) -> tuple[np.ndarray, float]:
     # Shift before exp: the distribution is the same, and no length weight overflows.
@@ -445,11 +471,7 @@ def merge(context: str, per_window: Sequence[tuple[int, list[tuple[int, int, flo
     candidates: dict[tuple[int, int], float] = {}
     for offset, spans, *_ in per_window:
         for start, end, score in spans:
-            start, end = start + offset, end + offset
-            while start < end and context[start].isspace():
-                start += 1
-            while end > start and context[end - 1].isspace():
-                end -= 1
+            start, end = _trimmed(context, start + offset, end + offset)
             if start < end and score > candidates.get((start, end), -1.0):
                 candidates[(start, end)] = score
     null = min((window[2] for window in per_window), default=1.0)
