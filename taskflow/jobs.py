@@ -222,10 +222,11 @@ def _check_job_options(*, on_error, workers, worker_spec, fields, id_fields, chu
                        startup_timeout, shutdown_timeout) -> None:
     """Each option of :func:`run_file` is what it names, else an :class:`OptionError` naming it (as a
     wrong option of a call is), before any file is opened."""
+    from .task import int_option
+
     if on_error not in ON_ERROR:
         raise OptionError(f"on_error must be one of {ON_ERROR}, got {on_error!r}", "on_error")
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise OptionError(f"workers must be a positive int, got {workers!r}", "workers")
+    int_option("workers", workers)
     if workers > 1 and worker_spec is None:
         raise OptionError("workers > 1 needs worker_spec (Taskflow.spec), to rebuild the pipeline in each "
                           "process; use Taskflow.predict_file", "worker_spec")
@@ -238,8 +239,8 @@ def _check_job_options(*, on_error, workers, worker_spec, fields, id_fields, chu
                                   or not all(isinstance(v, str) and v for v in value)):
             example = [value] if isinstance(value, str) else ["review"]
             raise OptionError(f"{name} must be a list of column names, e.g. {name}={example!r}; got {value!r}", name)
-    if chunk_size is not None and (not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1):
-        raise OptionError(f"chunk_size must be a positive int (records per chunk), got {chunk_size!r}", "chunk_size")
+    if chunk_size is not None:
+        int_option("chunk_size", chunk_size, what=" (records per chunk)")
 
 
 def _run_with_checkpoints(task, source: InputFile, summary: JobSummary, output_path: Path, errors_path: Path,

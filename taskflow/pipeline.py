@@ -78,7 +78,7 @@ class Taskflow:
         **task_options: Any,
     ):
         home, device = _paddlenlp_names(task_options, home, device)
-        _check_choices(model=model, mode=mode, task_path=task_path, home=home, offline=offline)
+        _check_choices(mode=mode, task_path=task_path, home=home, offline=offline)
         self.spec = PipelineSpec({
             "task": task, "model": model, "mode": mode, "device": device, "batch_size": batch_size,
             "precision": precision, "num_threads": num_threads, "static": static, "tensorrt": tensorrt,
@@ -161,12 +161,12 @@ class Taskflow:
         ...         print(result["label"])
         """
         from .errors import InputTypeError
-        from .task import MultiTextTask, shown
+        from .task import MultiTextTask, int_option, shown
 
         # Checked here, not when the first result is asked for.
         _check_on_error(on_error)
-        if chunk_size is not None and (not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1):
-            raise OptionError(f"chunk_size must be a positive int (items per chunk), got {chunk_size!r}", "chunk_size")
+        if chunk_size is not None:
+            int_option("chunk_size", chunk_size, what=" (items per chunk)")
         one_item = isinstance(items, (str, bytes, bytearray, Mapping)) or (
             isinstance(self.task, MultiTextTask) and self.task.is_one_item(items))
         if one_item or not isinstance(items, Iterable):
@@ -449,12 +449,11 @@ def _paddlenlp_names(task_options: dict, home, device):
     return home, "cpu" if device is None else device
 
 
-def _check_choices(*, model, mode, task_path, home, offline) -> None:
+def _check_choices(*, mode, task_path, home, offline) -> None:
     """The constructor's own options are of the types they name (a wrong one is an OptionError, as a
     task option's is): a list for ``mode`` or a number for ``home`` fails here, not deep inside."""
-    for name, value in (("model", model), ("mode", mode)):
-        if value is not None and not isinstance(value, str):
-            raise OptionError(f"{name} must be a name (str), got {type(value).__name__} ({value!r})", name)
+    if mode is not None and not isinstance(mode, str):     # model's type is checked where it is looked up
+        raise OptionError(f"mode must be a name (str), got {type(mode).__name__} ({mode!r})", "mode")
     if task_path is not None and not isinstance(task_path, (str, os.PathLike)):
         raise OptionError(f"task_path must be a folder's path (str or os.PathLike), got "
                           f"{type(task_path).__name__} ({task_path!r})", "task_path")

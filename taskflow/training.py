@@ -45,6 +45,9 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from .errors import CommandParser
+from .packages import MANIFEST, name_problem
+
 __all__ = ["fit", "Fit", "Schedule", "length_batches", "recipe_parser", "PackageDraft", "update_manifest",
            "simplex_grid", "framework_versions", "snapshot", "restore", "jieba_cut", "log", "portable_path", "seed_all",
            "fast_cpu_math", "add_own_data_options", "own_data_defaults", "read_labelled", "LabelledExample",
@@ -83,35 +86,29 @@ DROPOUT = option_number(float, at_least=0, below=1)
 SEED = option_number(int, at_least=0, below=2 ** 32)
 
 
-def _recipe_parser_class():
-    from .errors import CommandParser
-    from .packages import MANIFEST, name_problem
+class RecipeParser(CommandParser):
+    """A recipe's command line: after parsing, ``--out``, ``--name`` and ``--version`` are checked
+    before any training, not found wrong when the package is written at the end."""
 
-    class RecipeParser(CommandParser):
-        """A recipe's command line: after parsing, ``--out``, ``--name`` and ``--version`` are checked
-        before any training, not found wrong when the package is written at the end."""
-
-        def parse_args(self, args=None, namespace=None):
-            parsed = super().parse_args(args, namespace)
-            out = Path(parsed.out) if getattr(parsed, "out", None) else None
-            if out is not None:
-                if out.exists() and not out.is_dir():
-                    self.error(f"--out {out} is a file; name a folder for the package")
-                if out.is_dir() and not (out / MANIFEST).is_file() and any(out.iterdir()):
-                    self.error(f"--out {out} holds other files and no package; name a new or empty folder "
-                               "(a package already there is replaced)")
-                above = next((parent for parent in out.resolve().parents if parent.exists()), None)
-                if above is not None and not above.is_dir():
-                    self.error(f"--out {out}: {above} is a file, not a folder")
-            for flag, value in (("--name", getattr(parsed, "name", None) or (out.resolve().name if out else None)),
-                                ("--version", getattr(parsed, "version", None))):
-                problem = None if value is None else name_problem(value)
-                if problem:
-                    self.error(f"{flag} {value!r} names the package's folder in a cache, so it {problem}; "
-                               "e.g. my_model, 1.0.0")
-            return parsed
-
-    return RecipeParser
+    def parse_args(self, args=None, namespace=None):
+        parsed = super().parse_args(args, namespace)
+        out = Path(parsed.out) if getattr(parsed, "out", None) else None
+        if out is not None:
+            if out.exists() and not out.is_dir():
+                self.error(f"--out {out} is a file; name a folder for the package")
+            if out.is_dir() and not (out / MANIFEST).is_file() and any(out.iterdir()):
+                self.error(f"--out {out} holds other files and no package; name a new or empty folder "
+                           "(a package already there is replaced)")
+            above = next((parent for parent in out.resolve().parents if parent.exists()), None)
+            if above is not None and not above.is_dir():
+                self.error(f"--out {out}: {above} is a file, not a folder")
+        for flag, value in (("--name", getattr(parsed, "name", None) or (out.resolve().name if out else None)),
+                            ("--version", getattr(parsed, "version", None))):
+            problem = None if value is None else name_problem(value)
+            if problem:
+                self.error(f"{flag} {value!r} names the package's folder in a cache, so it {problem}; "
+                           "e.g. my_model, 1.0.0")
+        return parsed
 
 
 def recipe_parser(task: str, doc: str | None, *, data: str | None, name: str | None, seed: int = 1,
@@ -124,8 +121,8 @@ def recipe_parser(task: str, doc: str | None, *, data: str | None, name: str | N
     a network with :func:`fit` (``network``), ``--average-weights``; the recipe adds its own.
     ``doc`` (the recipe's docstring) is the help text as written.
     """
-    parser = _recipe_parser_class()(prog=f"taskflow train {task}", description=doc,
-                                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = RecipeParser(prog=f"taskflow train {task}", description=doc,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
     if data is not None:
         parser.add_argument("--data-dir", required=data_required, help=data)
     parser.add_argument("--out", required=out is None, default=out,
