@@ -69,9 +69,6 @@ class UnknownTaskError(TaskflowError, ValueError):
     """No task is registered under the requested name."""
 
 
-class UnknownModelError(TaskflowError, ValueError):
-    """The task has no model (or mode) of the requested name."""
-
 
 class RegistryError(TaskflowError, ValueError):
     """A registration would overwrite a different task under the same name."""
@@ -113,6 +110,11 @@ class OptionError(TaskflowError, ValueError, TypeError):
     def __init__(self, message: str, option: str | None = None):
         super().__init__(message)
         self.option = option
+
+
+class UnknownModelError(OptionError):
+    """The task has no model (or mode) of the requested name: the option ``model`` or ``mode``
+    has a value it cannot take."""
 
 
 class DeviceError(OptionError):

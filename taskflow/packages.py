@@ -484,7 +484,7 @@ def pinned_manifest(task: str, model: str) -> Manifest:
         known = available_models(task)
         raise UnknownModelError(
             f"task {task!r} has no model {model!r}; available: {', '.join(known) or 'none'}. "
-            "To run your own trained package, pass task_path=<its directory>."
+            "To run your own trained package, pass task_path=<its directory>.", "model"
         )
     manifest = Manifest.load(path)
     if manifest.task != task or manifest.name != model:

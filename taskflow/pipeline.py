@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
 import os
 from dataclasses import dataclass
@@ -111,7 +112,8 @@ class Taskflow:
             raise ModelNotFoundError(
                 f"task {cls.name!r} has no bundled model: it runs a model you train on your own labelled "
                 f"data. Train one with `taskflow train {cls.name} --train train.csv --dev dev.csv "
-                f"--text-field text --label-field label --out my_model/`, then pass task_path='my_model/'")
+                f"--text-field text --label-field label --out my_model/`, then pass task_path='my_model/' "
+                "(--task-path my_model/ on the command line)")
         return package_task or cls.name, name
 
     @staticmethod
@@ -120,10 +122,11 @@ class Taskflow:
         if mode is not None:
             if mode not in cls.modes:
                 raise UnknownModelError(
-                    f"task {cls.name!r} has no mode {mode!r}; modes: {', '.join(cls.modes) or 'none'}"
-                )
+                    f"task {cls.name!r} has no mode {mode!r}; modes: {', '.join(cls.modes) or 'none'}."
+                    f"{_did_you_mean(mode, cls.modes)}", "mode")
             if picked is not None and picked != cls.modes[mode]:
-                raise UnknownModelError(f"mode {mode!r} runs model {cls.modes[mode]!r}; do not also pass model={model!r}")
+                raise UnknownModelError(f"mode {mode!r} runs model {cls.modes[mode]!r}; do not also pass model={model!r}",
+                                        "model")
             return cls.modes[mode]
         return picked or cls.default_model
 
@@ -223,6 +226,8 @@ class Taskflow:
         errors_path: str | os.PathLike | None = None,
         chunk_size: int | None = None,
         progress: bool | None = None,
+        encoding: str = "utf-8",
+        id_fields: Sequence[str] | None = None,
     ):
         """Run over a .txt/.jsonl/.csv/.tsv file into JSON lines, as the CLI does.
 
@@ -230,13 +235,17 @@ class Taskflow:
         output atomically, and with ``resume=True`` continues an interrupted job.
         ``workers=N`` runs N processes, each with its own predictor.
         ``on_error="skip"`` records bad lines in ``<output>.errors.jsonl``
-        instead of stopping.  Returns a :class:`taskflow.jobs.JobSummary`.
+        instead of stopping.  ``encoding`` is the input's (e.g. ``"gbk"``);
+        ``id_fields`` are the input fields each output line carries (default all).
+        The CLI's ``--field``, ``--id-field`` and ``--encoding``.
+        Returns a :class:`taskflow.jobs.JobSummary`.
         """
         from .jobs import run_file
 
         return run_file(
             self.task, input_path, output_path, fields=fields, workers=workers, worker_spec=self.spec,
             resume=resume, on_error=on_error, errors_path=errors_path, chunk_size=chunk_size, progress=progress,
+            encoding=encoding, id_fields=id_fields,
         )
 
     @property
@@ -338,13 +347,21 @@ def _listed_model(cls, model: str) -> str:
     choices = ", ".join(listed) or "none"
     if len(named) > 1:
         raise UnknownModelError(f"model {model!r} of task {cls.name!r} is ambiguous: it may be {', '.join(named)}; "
-                                "pass the full name")
+                                "pass the full name", "model")
     if _looks_like_a_path(model):
         raise OptionError(f"model={model!r} is a path, not one of the models of task {cls.name!r} ({choices}): "
                           "model= takes a name that Taskflow.tasks() lists. To run a package of your own, pass "
                           f"task_path={model!r} (--task-path on the command line).", "model")
-    raise UnknownModelError(f"task {cls.name!r} has no model {model!r}; available: {choices}. "
-                            "To run your own trained package, pass task_path=<its directory>.")
+    raise UnknownModelError(f"task {cls.name!r} has no model {model!r}; available: {choices}."
+                            f"{_did_you_mean(model, listed)} To run your own trained package, pass "
+                            "task_path=<its directory>.", "model")
+
+
+def _did_you_mean(name: str, accepted) -> str:
+    """`` Did you mean 'x'?`` for a near miss of one of ``accepted`` (case aside), else ``""``."""
+    by_case = [a for a in accepted if a.lower() == name.lower()]
+    close = by_case or difflib.get_close_matches(name, list(accepted), n=1, cutoff=0.6)
+    return f" Did you mean {close[0]!r}?" if close else ""
 
 
 def _looks_like_a_path(name: str) -> bool:
@@ -377,8 +394,6 @@ def _check_option_names(cls, task_options: dict, registered=None) -> None:
     """Unknown task options are an :class:`OptionError` naming what the task accepts (and the
     closest name, for a typo, or the mode that has it), raised before any model is resolved or
     downloaded."""
-    import difflib
-
     accepted = cls.option_names()
     classes = mode_classes(registered) if registered is not None else {}
     for name in sorted(set(task_options) - set(accepted)):
@@ -389,10 +404,8 @@ def _check_option_names(cls, task_options: dict, registered=None) -> None:
             raise OptionError(
                 f"{name} is an option of {cls.name}'s mode {modes[0]!r}{now}: pass mode={modes[0]!r} "
                 f"(--mode {modes[0]} on the command line) to use it", name)
-        close = difflib.get_close_matches(name, accepted, n=1, cutoff=0.6)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
         raise OptionError(
-            f"Taskflow({cls.name!r}) got an unknown option {name!r}.{hint} {cls.name} accepts "
+            f"Taskflow({cls.name!r}) got an unknown option {name!r}.{_did_you_mean(name, accepted)} {cls.name} accepts "
             f"{', '.join(accepted) or 'no task options'} (and Taskflow's own: model, mode, device, batch_size, "
             "precision, num_threads, static, tensorrt, task_path, home, offline)", name)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import inspect
 import numbers
+import unicodedata
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -34,15 +35,21 @@ def check_text(value: Any, index: int | None, *, what: str = "text", allow_empty
     """Return ``value`` if it is a usable text, else raise a typed error naming it."""
     where = f"{what} #{index}" if index is not None else what
     if isinstance(value, str):
-        if not allow_empty and not value.strip():
+        if not allow_empty and not _has_visible(value):
             raise InvalidInputError(
-                f"{where} is empty or only whitespace ({value!r}); pass text with at least one visible character",
-                index,
+                f"{where} is empty or only whitespace or invisible characters ({value!r}); pass text with at "
+                "least one visible character", index,
             )
         return value if type(value) is str else str(value)   # numpy's str_ is a str; results hold plain ones
     if isinstance(value, (bytes, bytearray)):
         raise InputTypeError(f"{where} must be a str, got bytes; decode it first, e.g. value.decode('utf-8')", index)
     raise InputTypeError(f"{where} must be a str, got {type(value).__name__} ({shown(value)})", index)
+
+
+def _has_visible(text: str) -> bool:
+    """Whether ``text`` has a char that is neither whitespace nor a control or format char (NUL,
+    zero-width space, BOM), which no model reads as anything."""
+    return any(not ch.isspace() and unicodedata.category(ch) not in ("Cc", "Cf") for ch in text)
 
 
 def shown(value: Any, limit: int = 60) -> str:

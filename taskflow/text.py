@@ -32,8 +32,11 @@ def _space_table() -> dict[int, int]:
 def _strip_table() -> dict[int, None]:
     import unicodedata
 
+    # whitespace, punctuation, and the control and format chars (NUL, zero-width space, BOM) a pasted
+    # or file-read text brings in unseen
     return {code: None for code in range(0x10000)
-            if chr(code).isspace() or unicodedata.category(chr(code)).startswith("P")}
+            if chr(code).isspace() or unicodedata.category(chr(code)).startswith("P")
+            or unicodedata.category(chr(code)) in ("Cc", "Cf")}
 
 
 NORMALIZATION_STEPS: dict[str, Callable[[], Mapping[int, int | None]]] = {
@@ -259,13 +262,17 @@ def q2b(text: str) -> str:
 
 # A sentence ends after one of these, plus any closing quotes or brackets.
 _SENTENCE_END = re.compile(r"[。！？!?；;…\n]+[”’」』）)\]]*")
+# Where a sentence too long for one piece is cut instead: after a comma, colon or space.
+_CLAUSE_END = re.compile(r"[，,、：:\s]+[”’」』）)\]]*")
 
 
 def split_text(text: str, max_length: int) -> list[tuple[int, str]]:
     """Split ``text`` into pieces of at most ``max_length`` characters.
 
     Pieces break at sentence ends where possible, packing whole sentences
-    together; a sentence longer than ``max_length`` is cut hard.  Returns
+    together; a sentence longer than ``max_length`` is cut after its last
+    comma, colon or space in the second half of a piece, and only where it has
+    none there, hard at ``max_length`` (through a word, maybe).  Returns
     ``(offset, piece)`` pairs with ``text[offset:offset + len(piece)] == piece``,
     covering the whole text in order.
 
@@ -293,12 +300,20 @@ def split_text(text: str, max_length: int) -> list[tuple[int, str]]:
             pieces.append((chunk_start, text[chunk_start:chunk_end]))
         chunk_start = s_start
         while s_end - chunk_start > max_length:
-            pieces.append((chunk_start, text[chunk_start:chunk_start + max_length]))
-            chunk_start += max_length
+            cut = _clause_cut(text[chunk_start:chunk_start + max_length])
+            pieces.append((chunk_start, text[chunk_start:chunk_start + cut]))
+            chunk_start += cut
         chunk_end = s_end
     if chunk_end > chunk_start:
         pieces.append((chunk_start, text[chunk_start:chunk_end]))
     return pieces
+
+
+def _clause_cut(window: str) -> int:
+    """Where to end a piece that must end inside ``window``: after its last clause end in the
+    second half, else at the window's end."""
+    ends = [m.end() for m in _CLAUSE_END.finditer(window, len(window) // 2)]
+    return ends[-1] if ends else len(window)
 
 
 class Segmenter:

@@ -621,8 +621,9 @@ def add_own_data_options(parser: argparse.ArgumentParser, *, text_field: str | N
     group.add_argument("--dev-share", type=SHARE, default=0.1,
                        help="share of --train held out as dev when no --dev is given (default: %(default)s)")
     if text_field is not None:
-        group.add_argument("--text-field", default=text_field,
-                           help="key/column of the text (comma-separated for several; default: %(default)s)")
+        # a pair task names its two texts' fields, comma-separated; any other, one
+        what = "keys/columns of the two texts, comma-separated" if "," in text_field else "key/column of the text"
+        group.add_argument("--text-field", default=text_field, help=f"{what} (default: %(default)s)")
     if label_field is not None:
         group.add_argument("--label-field", default=label_field, help="key/column of the label (default: %(default)s)")
     group.add_argument("--encoding", default="utf-8", help="the files' text encoding (default utf-8), e.g. gbk")
@@ -695,9 +696,16 @@ def read_labelled(path: str | os.PathLike, text_fields: Iterable[str], label_fie
                         f"{where}: {field!r} is {'empty' if isinstance(text, str) else type(text).__name__} "
                         f"({text!r}); every example needs a text: fill it in or delete the line", source, record.line)
             if isinstance(label, bool) or not isinstance(label, (str, int)) or not str(label).strip():
+                if label is None or isinstance(label, str):
+                    fix = "fill it in or delete the line"
+                elif isinstance(label, float) and label.is_integer():
+                    fix = f"write it as the integer {int(label)} or the string \"{int(label)}\""
+                else:
+                    fix = f"write it as a string (\"{label}\")" if isinstance(label, (bool, float)) else \
+                        "write one string or integer"
                 raise TrainingDataError(
-                    f"{where}: label {label_field!r} is {label!r}; a label is a non-empty string or an integer: "
-                    "fill it in or delete the line", source, record.line)
+                    f"{where}: label {label_field!r} is {label!r} ({type(label).__name__}); a label is a non-empty "
+                    f"string or an integer: {fix}", source, record.line)
             examples.append(LabelledExample(texts[0] if len(texts) == 1 else tuple(texts), str(label).strip(),
                                             record.line))
     if not examples:

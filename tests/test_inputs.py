@@ -24,6 +24,7 @@ def senta(tiny_models):
         (["好"], InputTypeError, "got list"),
         ("", InvalidInputError, "empty"),
         ("   \t\n", InvalidInputError, "whitespace"),
+        ("\ufeff\u200b\x00 ", InvalidInputError, "invisible characters"),   # BOM, zero-width space, NUL
     ],
 )
 def test_bad_items_get_typed_errors_naming_them(senta, bad, error, words):

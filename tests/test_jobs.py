@@ -16,7 +16,6 @@ from taskflow import Taskflow
 from taskflow.cli import main
 from taskflow.checkpoint import JobFiles
 from taskflow.errors import InvalidInputError, JobError, OptionError, OutputWriteError, ResumeMismatchError
-from taskflow.jobs import run_file
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -46,8 +45,7 @@ def _results(path, lines=None):
 
 
 def _job(flow, source, target, **options):
-    """Taskflow.predict_file with run_file's reading options (encoding, id_fields...), as the CLI runs it."""
-    return run_file(flow.task, source, target, worker_spec=flow.spec, progress=False, **options)
+    return flow.predict_file(source, target, progress=False, **options)
 
 
 def _txt(path, texts):

@@ -136,6 +136,27 @@ def test_rules_tree_and_agreement():
     ]
 
 
+@pytest.mark.parametrize("pieces, expected", [
+    # doubled brackets: the inner pair holds the title, and no bracket joins it
+    ([("《", "w"), ("《", "w"), ("红楼梦", "nw"), ("》", "w"), ("》", "w")],
+     [("《", "w"), ("《", "w"), ("红楼梦", "作品类_实体"), ("》", "w"), ("》", "w")]),
+    # punctuation alone, or nothing, between the brackets is no title
+    ([("《", "w"), ("，", "w"), ("》", "w")], [("《", "w"), ("，", "w"), ("》", "w")]),
+    ([("《", "w"), ("》", "w"), ("好", "a")], [("《", "w"), ("》", "w"), ("好", "修饰词")]),
+])
+def test_book_title_rule_needs_a_title_between_one_pair(pieces, expected):
+    text = "".join(word for word, _ in pieces)
+    assert [(w, c) for w, c, _ in labels_of(Labeller(None, None), text, pieces)] == expected
+
+
+def test_latin_words_are_foreign_words_whatever_function_tag_they_got():
+    labeller = Labeller(None, None)
+    assert labeller.label_word("new", "xc") == ("外语单词", None)
+    assert labeller.label_word("york", "nz") == ("外语单词", None)
+    assert labeller.label_word("呢", "xc")[0] != "外语单词"
+    assert Labeller(None, None, rules=False).label_word("new", "xc") == ("助词", None)   # the baseline mapping
+
+
 def test_weak_sources_only_count_for_words_tagged_as_names():
     tree = small_tree("多云\t人物类_实体\t\t5\tjieba:nr", "李明\t人物类_实体\t\t5\tjieba:nr")
     labeller = Labeller(tree, None, name_only_sources=["jieba:"])

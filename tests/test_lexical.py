@@ -368,6 +368,24 @@ def test_long_text_is_split_and_joined_with_offsets(tiny):
     assert spans and all(s == item for s in spans)
 
 
+@pytest.mark.parametrize("text, max_length, expected", [
+    # sentence ends first
+    ("今天很好。明天下雨！", 6, ["今天很好。", "明天下雨！"]),
+    # a sentence too long for a piece: after its last comma or space in the piece's second half
+    ("李明在华为工作，他喜欢读红楼梦，王芳在北京", 10, ["李明在华为工作，", "他喜欢读红楼梦，", "王芳在北京"]),
+    ("New York and Los Angeles", 12, ["New York ", "and Los ", "Angeles"]),
+    # a comma in the first half would make a short piece: no clause end there, so a hard cut
+    ("李明，在华为技术有限公司工作", 8, ["李明，在华为技术", "有限公司工作"]),
+    ("一二三四五六七八九十", 4, ["一二三四", "五六七八", "九十"]),
+])
+def test_split_text_prefers_sentence_then_clause_ends(text, max_length, expected):
+    from taskflow.text import split_text
+
+    pieces = split_text(text, max_length)
+    assert [piece for _, piece in pieces] == expected
+    assert all(text[offset:offset + len(piece)] == piece for offset, piece in pieces)
+
+
 @pytest.fixture(scope="module")
 def never_starts_a_word(tiny, tmp_path_factory):
     """The tiny package with its emission bias pinned to ``n-I`` ("the word goes on"), so the CRF

@@ -2,7 +2,7 @@ import pytest
 
 import taskflow
 from taskflow import Task, Taskflow, register_task
-from taskflow.errors import RegistryError, UnknownModelError, UnknownTaskError
+from taskflow.errors import OptionError, RegistryError, UnknownModelError, UnknownTaskError
 from taskflow.registry import canonical_name, get_task_class, task_names
 
 # Pinned like spaCy's registry snapshot: adding or renaming a task must update this.
@@ -90,6 +90,17 @@ def test_unknown_model_and_mode_list_the_known_ones():
         Taskflow("sentiment_analysis", mode="base")
     with pytest.raises(UnknownModelError, match="no mode 'fast'"):
         Taskflow("text_classification", mode="fast")
+
+
+def test_unknown_model_or_mode_is_an_option_error_with_the_near_miss():
+    with pytest.raises(OptionError, match="modes: fast, accurate. Did you mean 'accurate'") as caught:
+        Taskflow("text_similarity", mode="Accurate")
+    assert caught.value.option == "mode"
+    with pytest.raises(OptionError, match="Did you mean 'accurate'"):
+        Taskflow("sentiment_analysis", mode="acurate")
+    with pytest.raises(UnknownModelError, match="Did you mean 'char_cnn'") as caught:
+        Taskflow("sentiment_analysis", model="char_cn")
+    assert caught.value.option == "model" and isinstance(caught.value, (ValueError, TypeError))
 
 
 def test_unknown_option_is_a_type_error_naming_the_accepted_ones(tiny_sentiment):

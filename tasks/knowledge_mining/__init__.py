@@ -107,14 +107,17 @@ class Labeller:
         """``(next index, items)`` when words from ``i`` on form one unit, else ``None``."""
         s = words[i][0]
         if self.rules and norm[s:words[i][1]] == "《":
-            for j in range(i + 2, min(len(words), i + 30)):
+            for j in range(i + 1, min(len(words), i + 30)):
                 word = norm[words[j][0]:words[j][1]]
                 if word == "《" or words[j][0] - s > 40:
-                    break
+                    break   # 《《红楼梦》》: the inner pair is the title
                 if word == "》":
+                    if j == i + 1:
+                        break
                     start, end = words[i + 1][0], words[j - 1][1]
                     title = norm[start:end]
-                    if title.strip() and not any(ch.isspace() for ch in (title[0], title[-1])):
+                    # a title has a letter or digit and no space at its edges: 《，》 names nothing
+                    if any(ch.isalnum() for ch in title) and not any(ch.isspace() for ch in (title[0], title[-1])):
                         entry = self.tree.linked(title, "作品类_实体") if self.tree is not None else None
                         return j, [[s, words[i][1], "w", None], [start, end, "作品类_实体", entry.termid if entry else None]]
                     break
@@ -152,6 +155,8 @@ class Labeller:
                 idioms = self.tree.lookup(word, ["词汇用语"])
                 if idioms:
                     return "词汇用语", idioms[0].termid
+            if self.rules and tag == "xc" and _LATIN.fullmatch(word):
+                return "外语单词", None   # the lexical model's "other function word" for a stray letter or word
             return LAC_TO_WORDTAG.get(tag, "词汇用语"), None
         if self.tree is not None:
             entries = self._entries(word, candidates, tag in _NAME_TAGS)
