@@ -1,6 +1,6 @@
 """Batch jobs over files: items/s of the CLI with 1 and 2 workers against one
 process with 1 and 2 Paddle threads, peak RSS for 10k vs 100k lines (flat in
-file size), and Ray Data on 2 local CPUs against the local CLI.
+file size), and the Ray backend on 2 local CPUs against the local CLI.
 
     python benchmarks/bench_jobs.py --data ../shared/data/sentiment [--lines 100000]
 
@@ -76,9 +76,9 @@ def main() -> None:
             rss_rows.append([f"{lines:,}", f"{result['rss_mb']:.0f}"])
         if not args.skip_ray:
             start = time.perf_counter()
-            result = run_cli(base + ["--output", str(tmp / "ray_out"), "--backend", "ray", "--workers", "2"], home)
+            result = run_cli(base + ["--output", str(tmp / "ray.jsonl"), "--backend", "ray", "--workers", "2"], home)
             seconds = time.perf_counter() - start
-            rows.append(["Ray Data, 2 actors on 2 local CPUs (Ray start-up included)",
+            rows.append(["--backend ray: 2 Ray actors on 2 local CPUs (Ray start-up included)",
                          f"{args.lines / seconds:.0f}", f"{seconds:.1f}", f"{result['rss_mb']:.0f} (driver)"])
 
     body = "\n".join([

@@ -4,7 +4,7 @@
     taskflow text_similarity "怎么修改微信密码" "微信密码怎么改"     (a multi-field task takes its fields in turn)
     taskflow sentiment_analysis --input reviews.txt --output results.jsonl [--workers 2] [--resume]
     cat reviews.txt | taskflow sentiment_analysis            (no texts and a pipe: one text a line from stdin)
-    taskflow sentiment_analysis --input reviews.jsonl --output out/ --backend ray
+    taskflow sentiment_analysis --input reviews.jsonl --output out.jsonl --backend ray --workers 4
     taskflow list
     taskflow download sentiment_analysis
     taskflow pack my_model/ served/                          (lay a package out for a PPNLP_ENDPOINT server)
@@ -108,8 +108,7 @@ def _cmd_run(argv: list[str]) -> int:
     parser.add_argument("texts", nargs="*", help="texts to process (or --input FILE, or a pipe: one text a line)")
     parser.add_argument("--input", help="file to read: .txt (a record a line), .jsonl, .csv or .tsv; "
                                         "'-' reads standard input as .txt")
-    parser.add_argument("--output", help="where to write JSON lines (default, or -: stdout; a directory with --backend "
-                                         "ray)")
+    parser.add_argument("--output", help="where to write JSON lines (default, or -: stdout)")
     parser.add_argument("--field", help="key/column(s) holding the input, comma-separated (default: the task's, e.g. text)")
     parser.add_argument("--batch-size", type=int, help="units per forward pass (default: the task's own, e.g. 32 "
                                                        "texts); larger is faster on a GPU and takes more memory")
@@ -124,13 +123,13 @@ def _cmd_run(argv: list[str]) -> int:
     parser.add_argument("--max-record-bytes", type=int, default=1 << 20,
                         help="a longer input line is a bad record (default 1 MiB)")
     parser.add_argument("--worker-timeout", type=float, default=600.0,
-                        help="seconds a worker process may take to answer one chunk before it counts as hung and "
-                             "is killed (default 600); also to start (at least 60) and to exit when asked (at most 10)")
+                        help="seconds a worker process (or Ray actor) may take to answer one chunk before it "
+                             "counts as hung and is killed (default 600); also to start (at least 60) and to exit "
+                             "when asked (at most 10)")
     parser.add_argument("--backend", choices=("local", "ray"), default="local",
-                        help="local (default): processes on this machine; ray: Ray Data, with --input and --output")
+                        help="where a job's model runs: local (default), processes on this machine; ray, --workers "
+                             "Ray actors (the job, its checkpoint and output stay here)")
     parser.add_argument("--address", help="Ray cluster address for --backend ray (default: start a local Ray)")
-    parser.add_argument("--ray-batch-size", type=int, default=256,
-                        help="rows Ray hands each actor per call with --backend ray (--batch-size is the model's)")
     parser.add_argument("--device", default="cpu", help="cpu (default), gpu or gpu:N (needs paddlepaddle-gpu)")
     parser.add_argument("--threads", type=int, help="Paddle CPU threads per process (default: cores / workers)")
     parser.add_argument("--task-path", help="directory of your own trained package")
@@ -158,15 +157,6 @@ def _cmd_run(argv: list[str]) -> int:
     # A task option given on the command line goes to the task; one left out keeps the task's default.
     options.update({name: getattr(args, name) for name in task_flags if getattr(args, name) is not None})
     stdin = args.input == "-"
-
-    if args.backend == "ray":
-        if not (args.input and args.output) or stdin:
-            parser.error("--backend ray needs --input FILE and --output")
-        from .ray import run_file as run_on_ray
-
-        run_on_ray(args.task, args.input, args.output, fields=fields, address=args.address,
-                   concurrency=args.workers, ray_batch_size=args.ray_batch_size, **options)
-        return 0
 
     if args.input and not stdin:
         from .readers import check_path
@@ -366,7 +356,7 @@ def _run_job(flow, args: argparse.Namespace, fields) -> int:
             progress=False if args.quiet else None, encoding=args.encoding,
             id_fields=args.id_field.split(",") if args.id_field else None, max_record_bytes=args.max_record_bytes,
             chunk_timeout=args.worker_timeout, startup_timeout=max(60.0, args.worker_timeout),
-            shutdown_timeout=min(10.0, args.worker_timeout),
+            shutdown_timeout=min(10.0, args.worker_timeout), backend=args.backend, address=args.address,
         )
     except KeyboardInterrupt:
         print("taskflow: interrupted; what was done is saved: rerun with --resume to continue", file=sys.stderr)
@@ -475,11 +465,14 @@ def _refuse_unused_job_options(args: argparse.Namespace, parser: argparse.Argume
     """Options that only a job into --output FILE honours are refused elsewhere, never silently ignored."""
     job_only = [flag for flag, used in (("--workers", args.workers != 1), ("--resume", args.resume),
                                         ("--on-error", args.on_error != "raise"), ("--errors", args.errors is not None),
-                                        ("--worker-timeout", args.worker_timeout != 600.0)) if used]
+                                        ("--worker-timeout", args.worker_timeout != 600.0),
+                                        ("--backend ray", args.backend == "ray")) if used]
     if job_only and not (args.input and args.input != "-" and args.output):
         parser.error(f"{', '.join(job_only)} {'needs' if len(job_only) == 1 else 'need'} --input FILE and --output FILE "
                      "(a job with a checkpoint and an errors file); streaming to stdout, or from stdin, stops at the "
                      "first bad record")
+    if args.address and args.backend != "ray":
+        parser.error("--address names a Ray cluster: give --backend ray with it")
     input_only = [flag for flag, used in (("--encoding", args.encoding != "utf-8"), ("--field", args.field),
                                           ("--id-field", args.id_field),
                                           ("--max-record-bytes", args.max_record_bytes != 1 << 20)) if used]

@@ -24,6 +24,7 @@ __all__ = [
     "OfflineModeError",
     "DownloadError",
     "ChecksumError",
+    "CacheWriteError",
     "ManifestError",
     "OptionError",
     "DeviceError",
@@ -98,6 +99,11 @@ class DownloadError(TaskflowError, OSError):
 
 class ChecksumError(DownloadError):
     """A file's sha256 or size differs from what its manifest pins."""
+
+
+class CacheWriteError(TaskflowError, OSError):
+    """A model file must be downloaded or copied into the cache, and the cache home cannot be written
+    (read-only, no permission, full).  A cache that already holds the files is read as it is."""
 
 
 class OptionError(TaskflowError, ValueError, TypeError):

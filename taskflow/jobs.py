@@ -85,14 +85,22 @@ def job_identity(task, spec, source: InputFile) -> dict:
     task's own options (from ``spec``, a ``Taskflow.spec``; a file an option names, such as a
     user_dict, by its content), the fields read, the encoding, the id fields, and the input's
     resolved path (its content is pinned by the checkpoint, see :mod:`taskflow.checkpoint`).
-    How the job runs is left out, as it changes no result: device, precision, batch size,
-    threads, workers, chunk size, ``on_error`` and ``max_record_bytes`` (raising the limit after a
-    long line stopped the job is the documented fix).
+    So are taskflow's version and how the numbers are computed: device, precision, the static or
+    dynamic graph, TensorRT.  Left out: batch size, threads, workers, backend and chunk size, which
+    move scores only in their last digits (up to 1e-7 measured: a batch is summed in another order),
+    ``on_error`` and ``max_record_bytes`` (raising the limit after a long line stopped the job is the
+    documented fix).
     """
+    from . import __version__
+
     model = task.model
+    options = model.options
     return {
         "task": task.name,
+        "taskflow": __version__,
         "model": {"package": f"{model.task}/{model.name} {model.version}", "fingerprint": model.fingerprint},
+        "compute": {"device": str(options.device), "precision": _pinned(options.precision),
+                    "static": options.static, "tensorrt": options.tensorrt},
         "options": _task_options(task, spec),
         "fields": list(source.fields),
         "encoding": source.encoding,
@@ -159,6 +167,8 @@ def run_file(
     chunk_timeout: float | None = 600.0,
     startup_timeout: float = 300.0,
     shutdown_timeout: float = 10.0,
+    backend: str = "local",
+    address: str | None = None,
 ) -> JobSummary:
     """Run ``task`` over a file into JSON lines, in input order.
 
@@ -169,7 +179,9 @@ def run_file(
     bad record to ``errors_path`` (default ``<output>.errors.jsonl``) and goes on.
     ``workers=N`` (N > 1) runs N spawned processes, each building its pipeline from
     ``worker_spec`` (``Taskflow.spec``: the jobs layer knows tasks, not how pipelines are made);
-    one that gives no answer for ``chunk_timeout`` seconds is taken as hung.  ``worker_spec``
+    one that gives no answer for ``chunk_timeout`` seconds is taken as hung.  ``backend="ray"``
+    runs the chunks on ``workers`` Ray actors instead (:class:`taskflow.ray.RayPool`; a local Ray,
+    or the cluster at ``address``), everything else as here.  ``worker_spec``
     also says the task's options, which the checkpoint pins (:func:`job_identity`).
     ``resume=True`` with a checkpoint made by another job raises
     :class:`~taskflow.errors.ResumeMismatchError` and changes no file.
@@ -178,7 +190,7 @@ def run_file(
     call_site = calling_line()
     _check_job_options(on_error=on_error, workers=workers, worker_spec=worker_spec, fields=fields, id_fields=id_fields,
                        chunk_size=chunk_size, chunk_timeout=chunk_timeout, startup_timeout=startup_timeout,
-                       shutdown_timeout=shutdown_timeout)
+                       shutdown_timeout=shutdown_timeout, backend=backend, address=address)
     input_path, output_path = Path(input_path), Path(output_path)
     errors_path = Path(errors_path) if errors_path else output_path.with_name(output_path.name + ".errors.jsonl")
     fields_given, fields = fields is not None, tuple(fields or task.input_fields)
@@ -196,6 +208,7 @@ def run_file(
         if output_path.is_dir():
             raise InvalidInputError(f"--output {output_path} is a directory; name a file, e.g. {output_path / 'out.jsonl'}")
         _refuse_errors_among_own_files(input_path, output_path, errors_path)
+        _refuse_working_file_names(output_path, errors_path)
         identity = job_identity(task, worker_spec, source)
         # Held until the files are in place: a second job on this output (or errors file) is refused at once.
         with JobFiles.lock(output_path, errors_path):
@@ -205,12 +218,15 @@ def run_file(
                     output_path.with_name(output_path.name + ".partial.ckpt")):
                 summary.messages.append(_finished_job_message(input_path, output_path, errors_path))
             else:
+                if not resume:
+                    _say_progress_dropped(output_path)
                 # From the first checkpoint on, SIGTERM stops the job cleanly (a stop inside finish() is finished by resume).
                 _run_with_checkpoints(task, source, summary, output_path, errors_path, identity, resume, chunk_size=chunk_size,
-                                      workers=workers, on_error=on_error, progress=progress, pool_options=dict(
-                                          spec=worker_spec, workers=workers, source=str(input_path),
-                                          chunk_timeout=chunk_timeout, startup_timeout=startup_timeout,
-                                          shutdown_timeout=shutdown_timeout, call_site=call_site))
+                                      on_error=on_error, progress=progress, pool_options=dict(
+                                          backend=backend, address=address, spec=worker_spec, workers=workers,
+                                          source=str(input_path), chunk_timeout=chunk_timeout,
+                                          startup_timeout=startup_timeout, shutdown_timeout=shutdown_timeout,
+                                          call_site=call_site))
     finally:
         source.close()
     for message in summary.messages:
@@ -219,7 +235,7 @@ def run_file(
 
 
 def _check_job_options(*, on_error, workers, worker_spec, fields, id_fields, chunk_size, chunk_timeout,
-                       startup_timeout, shutdown_timeout) -> None:
+                       startup_timeout, shutdown_timeout, backend, address) -> None:
     """Each option of :func:`run_file` is what it names, else an :class:`OptionError` naming it (as a
     wrong option of a call is), before any file is opened."""
     from .task import int_option
@@ -227,9 +243,14 @@ def _check_job_options(*, on_error, workers, worker_spec, fields, id_fields, chu
     if on_error not in ON_ERROR:
         raise OptionError(f"on_error must be one of {ON_ERROR}, got {on_error!r}", "on_error")
     int_option("workers", workers)
-    if workers > 1 and worker_spec is None:
-        raise OptionError("workers > 1 needs worker_spec (Taskflow.spec), to rebuild the pipeline in each "
-                          "process; use Taskflow.predict_file", "worker_spec")
+    if backend not in ("local", "ray"):
+        raise OptionError(f"backend must be 'local' or 'ray', got {backend!r}", "backend")
+    if address is not None and backend != "ray":
+        raise OptionError("address names a Ray cluster: pass backend='ray' (--backend ray) with it", "address")
+    if (workers > 1 or backend == "ray") and worker_spec is None:
+        raise OptionError(f"{'workers > 1' if backend == 'local' else 'backend=' + repr(backend)} needs worker_spec "
+                          "(Taskflow.spec), to rebuild the pipeline in each process; use Taskflow.predict_file",
+                          "worker_spec")
     for name, value in (("chunk_timeout", chunk_timeout), ("startup_timeout", startup_timeout),
                         ("shutdown_timeout", shutdown_timeout)):
         if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0):
@@ -281,6 +302,35 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
+def _say_progress_dropped(output_path: Path) -> None:
+    """A job started again without ``resume`` over one that stopped says what it discards, as it starts."""
+    ckpt = output_path.with_name(output_path.name + ".partial.ckpt")
+    if not os.path.lexists(ckpt):
+        return
+    from .checkpoint import read_checkpoint
+
+    try:
+        done = read_checkpoint(ckpt, output_path).get("done")
+    except (JobError, OSError):   # damaged, or a planted link the job will replace: only the count is unknown
+        done = None
+    what = f"{done:,} record(s)" if type(done) is int else "an unknown number of records"
+    logger.warning("%s: an earlier run of this job stopped after %s; starting over, as resume was not asked for "
+                   "(--resume continues a stopped job instead)", output_path, what)
+
+
+def _refuse_working_file_names(output_path: Path, errors_path: Path) -> None:
+    """An output or errors file named as a job's working file (``out.jsonl.partial``) is refused: were
+    a job on ``out.jsonl`` running, this one would replace its partial output or checkpoint, and the
+    lock that keeps two jobs apart is taken on the output's own name."""
+    for path, flag in ((output_path, "--output"), (errors_path, "--errors")):
+        for suffix in (".partial.ckpt", ".partial", ".lock"):
+            if path.name.endswith(suffix) and len(path.name) > len(suffix):
+                raise InvalidInputError(
+                    f"{flag} {path} ends in {suffix}, the name of a job's working file (a job on "
+                    f"{path.name[:-len(suffix)]} writes it): choose a name that does not end in .partial, "
+                    ".partial.ckpt or .lock")
+
+
 def _refuse_errors_among_own_files(input_path: Path, output_path: Path, errors_path: Path) -> None:
     """The errors file (with the partial and lock files beside it) may not be one of the job's other
     files: the job would delete or overwrite it.  Checked before any file is touched."""
@@ -294,14 +344,23 @@ def _refuse_errors_among_own_files(input_path: Path, output_path: Path, errors_p
                     f"name another file (errors_path=), e.g. {output_path.with_name(output_path.name + '.errors.jsonl')}")
 
 
-def _run(task, source: InputFile, files: JobFiles, summary: JobSummary, *, chunk_size: int, workers: int,
+def _pool(backend: str, address: str | None, spec, workers: int, **options):
+    """Where the chunks run: None (this process), local worker processes, or Ray actors."""
+    if backend == "ray":
+        from .ray import RayPool
+
+        return RayPool(spec, workers, address=address, **options)
+    return WorkerPool(spec, workers, **options) if workers > 1 else None
+
+
+def _run(task, source: InputFile, files: JobFiles, summary: JobSummary, *, chunk_size: int,
          on_error: str, progress: bool | None, pool_options: dict) -> None:
     """Read, process and write every record after those already done; check that all are accounted for."""
     from tqdm.auto import tqdm
 
     summary.resumed_from = files.done
     total = count_records(source.path) if progress is not False else None
-    pool = WorkerPool(pool_options.pop("spec"), pool_options.pop("workers"), **pool_options) if workers > 1 else None
+    pool = _pool(**pool_options)
     try:
         chunks = iter_chunks(source, chunk_size)
         outcomes = pool.map(chunks) if pool else (process_chunk(task, c, source.source) for c in chunks)

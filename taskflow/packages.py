@@ -18,6 +18,8 @@ Where files come from, in order:
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
 import logging
@@ -33,12 +35,14 @@ from typing import Any, Callable, Mapping
 from urllib.parse import quote, unquote, urlsplit
 
 from .errors import (
+    CacheWriteError,
     ChecksumError,
     DownloadError,
     ManifestError,
     ModelNotFoundError,
     OfflineModeError,
     OptionError,
+    TaskflowError,
     UnknownModelError,
 )
 
@@ -141,9 +145,12 @@ def endpoint() -> str | None:
     """Base URL of the static file server that hosts model packages (as set: it may carry a
     user and password, which :func:`redact` strips from anything shown), checked: an address
     that is not ``http(s)://host[:port]/...`` is a :class:`DownloadError` saying why."""
-    value = os.environ.get("PPNLP_ENDPOINT", "").strip().rstrip("/")
+    raw = os.environ.get("PPNLP_ENDPOINT", "").strip()
+    value = raw.rstrip("/")
     if not value:
         return None
+    if value.endswith(":") and raw.endswith("//"):   # "http://": the scheme and no host, not a scheme "http:"
+        value = raw
     try:
         parts = urlsplit(value)
         port_ok = parts.port != 0   # reading .port raises for a port that is not 0 to 65535
@@ -448,6 +455,23 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+@contextlib.contextmanager
+def _writing_cache(home: Path):
+    """Writing model files under ``home``: a home that cannot be written is a :class:`CacheWriteError`
+    naming it and the fix, not a bare ``OSError`` from deep inside a download."""
+    try:
+        yield
+    except TaskflowError:
+        raise
+    except OSError as exc:
+        if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise CacheWriteError(
+            f"cannot write the model cache under {home}: {exc.strerror or exc} ({exc.filename}); set PPNLP_HOME "
+            "(home=, --home) to a writable folder, or fill this one where it can be written (`taskflow download`) "
+            "and then use it as it is") from exc
+
+
 def _file_lock(home: Path, key: str):
     from filelock import FileLock
 
@@ -594,8 +618,8 @@ def _drop_damaged(cached: Path, manifest: Manifest) -> None:
                if (cached / name).is_file() and not _file_ok(cached / name, entry)]
     if damaged:
         logger.warning("%s: %s did not match the manifest's sha256 (damaged on disk, or edited) and %s deleted; "
-                       "the bundled or downloaded copy is used, and `taskflow download %s --model %s` writes the "
-                       "cache again", cached, ", ".join(damaged), "was" if len(damaged) == 1 else "were",
+                       "the bundled copy runs where there is one, else it is downloaded again where downloads are on, "
+                       "and `taskflow download %s --model %s` writes the cache again", cached, ", ".join(damaged), "was" if len(damaged) == 1 else "were",
                        manifest.task, manifest.name)
         for name in damaged:
             (cached / name).unlink(missing_ok=True)
@@ -682,13 +706,14 @@ def resolve(
         )
     home_path = home_dir(home)
     _check_home_is_a_folder(home)
-    for name in missing:
-        entry = manifest.files[name]
-        download_file(
-            _url(base, task, model, manifest.version, name), cached / name, sha256=entry["sha256"],
-            size=entry["size"], lock=_file_lock(home_path, f"{task}/{model}/{manifest.version}/{name}"),
-            progress=progress,
-        )
+    with _writing_cache(home_path):
+        for name in missing:
+            entry = manifest.files[name]
+            download_file(
+                _url(base, task, model, manifest.version, name), cached / name, sha256=entry["sha256"],
+                size=entry["size"], lock=_file_lock(home_path, f"{task}/{model}/{manifest.version}/{name}"),
+                progress=progress,
+            )
     if not _verified_cache(cached, manifest):
         raise ChecksumError(f"{cached} does not match the manifest of {task}/{model} {manifest.version} after download")
     return ModelPackage(cached, manifest, "download")
@@ -703,15 +728,16 @@ def copy_to_cache(package: ModelPackage, home: str | os.PathLike | None = None) 
     manifest = package.manifest
     cached = cache_dir(manifest.task, manifest.name, manifest.version, home)
     _check_home_is_a_folder(home)
-    cached.mkdir(parents=True, exist_ok=True)
-    for name in manifest.files:
-        tmp = _temp_name(cached / name)
-        try:
-            shutil.copyfile(package.directory / name, tmp)
-            os.replace(tmp, cached / name)
-        finally:
-            tmp.unlink(missing_ok=True)
-    atomic_write_text(cached / MANIFEST, json.dumps(manifest.data, ensure_ascii=False, indent=2) + "\n")
+    with _writing_cache(home_dir(home)):
+        cached.mkdir(parents=True, exist_ok=True)
+        for name in manifest.files:
+            tmp = _temp_name(cached / name)
+            try:
+                shutil.copyfile(package.directory / name, tmp)
+                os.replace(tmp, cached / name)
+            finally:
+                tmp.unlink(missing_ok=True)
+        atomic_write_text(cached / MANIFEST, json.dumps(manifest.data, ensure_ascii=False, indent=2) + "\n")
     if not _verified_cache(cached, manifest):
         raise ChecksumError(f"{cached} does not match the manifest of {manifest.task}/{manifest.name} after copying")
     return ModelPackage(cached, manifest, "cache")
@@ -836,7 +862,10 @@ def _stream_with_retries(session, url, tmp: Path, size, bar, retries, backoff, t
     last_error: Exception | None = None
     for attempt in range(retries + 1):
         if attempt:
-            sleep(backoff * 2 ** (attempt - 1))
+            delay = backoff * 2 ** (attempt - 1)
+            # Said as it happens: a stalled server otherwise keeps a script waiting minutes without a word.
+            logger.warning("%s; trying again in %g s (attempt %d of %d)", last_error, delay, attempt + 1, retries + 1)
+            sleep(delay)
         have = tmp.stat().st_size if tmp.exists() else 0
         if size is not None and have >= size:
             if have > size:

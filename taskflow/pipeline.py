@@ -228,6 +228,8 @@ class Taskflow:
         progress: bool | None = None,
         encoding: str = "utf-8",
         id_fields: Sequence[str] | None = None,
+        backend: str = "local",
+        address: str | None = None,
     ):
         """Run over a .txt/.jsonl/.csv/.tsv file into JSON lines, as the CLI does.
 
@@ -237,7 +239,9 @@ class Taskflow:
         ``on_error="skip"`` records bad lines in ``<output>.errors.jsonl``
         instead of stopping.  ``encoding`` is the input's (e.g. ``"gbk"``);
         ``id_fields`` are the input fields each output line carries (default all).
-        The CLI's ``--field``, ``--id-field`` and ``--encoding``.
+        ``backend="ray"`` runs the model on ``workers`` Ray actors (a local Ray, or
+        the cluster at ``address``); the rest of the job stays in this process.
+        The CLI's ``--field``, ``--id-field``, ``--encoding``, ``--backend`` and ``--address``.
         Returns a :class:`taskflow.jobs.JobSummary`.
         """
         from .jobs import run_file
@@ -245,13 +249,18 @@ class Taskflow:
         return run_file(
             self.task, input_path, output_path, fields=fields, workers=workers, worker_spec=self.spec,
             resume=resume, on_error=on_error, errors_path=errors_path, chunk_size=chunk_size, progress=progress,
-            encoding=encoding, id_fields=id_fields,
+            encoding=encoding, id_fields=id_fields, backend=backend, address=address,
         )
 
     @property
     def model(self) -> Model:
         """The model this pipeline runs (its manifest, files and predictor)."""
         return self.task.model
+
+    def __reduce__(self):
+        # The predictor cannot be pickled, the options can: the copy (in another process, say one of
+        # multiprocessing's "spawn") loads the same model again.
+        return (_from_spec, (self.spec,))
 
     def __repr__(self) -> str:
         m = self.task.model
@@ -324,6 +333,10 @@ def _ensemble_members(task: str) -> frozenset[str]:
         roles = [*(manifest.get("ensemble") or []), manifest.get("ensemble_router")]
         members.update(requires[role] for role in roles if role in requires)
     return frozenset(members)
+
+
+def _from_spec(spec: PipelineSpec) -> Taskflow:
+    return Taskflow(**spec.options)
 
 
 def _listed_model(cls, model: str) -> str:

@@ -1,8 +1,9 @@
-"""Taskflow on Ray Data: past one machine.
+"""Taskflow on Ray: past one machine.
 
-One Taskflow is built per Ray actor (its predictor stays warm across
-batches); Ray's own readers and writers split and gather the data, so there is
-no hand-written sharding here.  Needs ``pip install 'taskflow-nlp[ray]'``.
+A batch job with ``backend="ray"`` (the CLI's ``--backend ray``) runs its chunks on Ray actors
+(:class:`RayPool`) and keeps everything else of a job.  For pipelines of one's own on Ray Data,
+:func:`map_batches` builds one Taskflow per Ray actor (its predictor stays warm across batches).
+Needs ``pip install 'taskflow-nlp[ray]'``.
 
     >>> import ray, taskflow.ray                                    # doctest: +SKIP
     >>> ds = ray.data.read_text("reviews.txt")                      # doctest: +SKIP
@@ -18,15 +19,15 @@ or, with Ray's own API::
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from .errors import InvalidInputError
 
-__all__ = ["TaskflowPredictor", "map_batches", "read_dataset", "run_file"]
+__all__ = ["TaskflowPredictor", "map_batches", "RayPool"]
 
 
 def _ray():
@@ -83,13 +84,18 @@ def map_batches(dataset, task: str, *, fields: Sequence[str] | None = None, ray_
                 concurrency: int = 1, num_cpus: float | None = None, num_gpus: float = 0, **options: Any):
     """``dataset.map_batches`` with one Taskflow per actor; returns the lazy mapped dataset.
 
-    ``concurrency`` is the number of actors; each uses ``num_cpus`` CPUs (default 1,
-    and as many Paddle threads) or ``num_gpus`` GPUs (then pass ``device="gpu"``).
+    ``concurrency`` is the number of actors; each uses ``num_cpus`` CPUs (default: 1, or less
+    where the actors would otherwise hold every CPU and starve Ray's readers) and one Paddle thread
+    a CPU, or ``num_gpus`` GPUs (then pass ``device="gpu"``).
     ``ray_batch_size`` is how many rows Ray hands an actor per call; ``options`` go to
     ``Taskflow`` (so ``batch_size`` is the model's: units per forward pass).
     """
     ray = _ray()
-    cpus = num_cpus if num_cpus is not None else (0 if num_gpus else 1)
+    if num_cpus is None and not num_gpus:
+        # Leave a CPU to Ray's own read and write tasks: actors holding every CPU starve them (a deadlock).
+        total = ray.cluster_resources().get("CPU", 1) if ray.is_initialized() else os.cpu_count() or 1
+        num_cpus = min(1.0, max(0.1, (total - 1) / concurrency)) if total > 1 else 0.5
+    cpus = num_cpus if num_cpus is not None else 0
     if options.get("num_threads") is None:
         options["num_threads"] = max(1, int(cpus or 1))
     return dataset.map_batches(
@@ -104,50 +110,86 @@ def map_batches(dataset, task: str, *, fields: Sequence[str] | None = None, ray_
     )
 
 
-def read_dataset(path: str | os.PathLike):
-    """A Ray dataset from a .txt (column ``text``), .jsonl, .csv or .tsv file, with Ray's readers."""
-    ray = _ray()
-    path = str(path)
-    suffix = Path(path).suffix.lower()
-    if suffix in (".jsonl", ".ndjson", ".json"):
-        return ray.data.read_json(path, lines=True) if suffix != ".json" else ray.data.read_json(path)
-    if suffix == ".csv":
-        return ray.data.read_csv(path)
-    if suffix == ".tsv":
-        import pyarrow.csv
+class RayPool:
+    """The ``backend="ray"`` of a batch job (:func:`taskflow.jobs.run_file`): chunks of records run by
+    Ray actors, one pipeline each (built from the job's ``Taskflow.spec``), answered in input order.
 
-        return ray.data.read_csv(path, parse_options=pyarrow.csv.ParseOptions(delimiter="\t"))
-    return ray.data.read_text(path)
+    Only the model runs on Ray.  Reading, the checkpoint, ``resume``, the errors file and the
+    output stay with the job in this process, so a Ray job keeps every rule of a local one (each
+    line accounted for, bad records named by line, the output moved into place when complete) and
+    writes the same file.  An actor that dies is restarted by Ray and its chunk run again, once;
+    a second failure stops the job with a :class:`~taskflow.errors.WorkerError`.
+    """
+
+    def __init__(self, spec, workers: int, *, source: str, address: str | None = None,
+                 chunk_timeout: float | None = 600.0, startup_timeout: float = 300.0, shutdown_timeout: float = 10.0,
+                 call_site: str = ""):
+        ray = _ray()
+        self.ray, self.source, self.started = ray, source, not ray.is_initialized()
+        if self.started:
+            # A local instance unless an address is given; no dashboard, nothing listening beyond loopback.
+            ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+        self.chunk_timeout, self.startup_timeout = chunk_timeout, startup_timeout
+        # Each actor takes a whole number of CPUs, as many Paddle threads, and no more than a node has.
+        largest = max((node["Resources"].get("CPU", 0) for node in ray.nodes() if node.get("Alive")), default=1)
+        cpus = max(1, min(int(largest), int(ray.cluster_resources().get("CPU", 1) // workers)))
+        runner = ray.remote(num_cpus=cpus, max_restarts=1, max_task_retries=1)(_ChunkRunner)
+        self.actors = [runner.remote(spec, cpus) for _ in range(workers)]
+
+    def map(self, chunks):
+        """Outcomes of each chunk, in order (see :func:`taskflow.workers.process_chunk`); two chunks in
+        flight per actor, sent round robin."""
+        import collections
+
+        self.pending = pending = collections.deque()
+        for number, chunk in enumerate(chunks):
+            actor = self.actors[number % len(self.actors)]
+            pending.append((number, chunk, actor.run.remote(chunk, self.source)))
+            if len(pending) >= 2 * len(self.actors):
+                yield self._answer(*pending.popleft())
+        while pending:
+            yield self._answer(*pending.popleft())
+
+    def _answer(self, number: int, chunk, ref):
+        from .errors import WorkerError
+
+        first = number < len(self.actors)     # its actor starts (loads the model) before answering
+        timeout = None if self.chunk_timeout is None else self.chunk_timeout + (self.startup_timeout if first else 0)
+        lines = f"lines {chunk[0].line}-{chunk[-1].line} of {self.source}"
+        try:
+            return self.ray.get(ref, timeout=timeout)
+        except self.ray.exceptions.GetTimeoutError:
+            raise WorkerError(f"a Ray actor gave no answer for the records at {lines} in {timeout:g} s; the records "
+                              "before them are saved: rerun with --resume (resume=True)") from None
+        except self.ray.exceptions.RayError as exc:
+            raise WorkerError(f"a Ray actor failed on the records at {lines}:\n{str(exc).rstrip()}\nThe records "
+                              "before them are saved; rerun with --resume (resume=True) once the cause is fixed") from None
+
+    def close(self) -> list[str]:
+        self.abort()
+        return []
+
+    def abort(self) -> None:
+        # Chunks still queued are cancelled first: an actor killed with them queued has Ray retry them (and say so).
+        for _, _, ref in getattr(self, "pending", ()):
+            with contextlib.suppress(Exception):
+                self.ray.cancel(ref)
+        for actor in self.actors:
+            with contextlib.suppress(Exception):
+                self.ray.kill(actor)
+        self.actors = []
+        if self.started:
+            self.ray.shutdown()
+            self.started = False
 
 
-@contextlib.contextmanager
-def _ordered():
-    """Keep rows in input order for this job, restoring Ray's setting afterwards."""
-    context = _ray().data.DataContext.get_current()
-    previous = context.execution_options.preserve_order
-    context.execution_options.preserve_order = True
-    try:
-        yield
-    finally:
-        context.execution_options.preserve_order = previous
+class _ChunkRunner:
+    """One Ray actor of a job: its pipeline, then chunks of records."""
 
+    def __init__(self, spec, threads: int):
+        self.task = spec.build_task(default_threads=threads)
 
-def run_file(task: str, input_path: str | os.PathLike, output_dir: str | os.PathLike, *,
-             fields: Sequence[str] | None = None, address: str | None = None, concurrency: int = 1,
-             ray_batch_size: int = 256, **options: Any) -> None:
-    """The CLI's ``--backend ray``: read with Ray, map with Taskflow actors, ``write_json`` into ``output_dir``.
-    ``options`` (``batch_size`` included) go to each actor's ``Taskflow``."""
-    ray = _ray()
-    if not ray.is_initialized():
-        # A local instance unless an address is given; no dashboard, nothing listening beyond loopback.
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
-    # Leave one CPU to Ray's read and write tasks: actors holding every CPU starve them (a deadlock).
-    total = ray.cluster_resources().get("CPU", 1)
-    cpus = min(1.0, max(0.1, (total - 1) / concurrency)) if total > 1 else 0.5
-    if options.get("num_threads") is None:
-        options["num_threads"] = 1
-    with _ordered():
-        dataset = read_dataset(input_path)
-        mapped = map_batches(dataset, task, fields=fields, concurrency=concurrency, num_cpus=cpus,
-                             ray_batch_size=ray_batch_size, **options)
-        mapped.write_json(str(output_dir))
+    def run(self, records, source: str):
+        from .workers import process_chunk
+
+        return process_chunk(self.task, records, source)

@@ -204,6 +204,25 @@ def test_resume_is_byte_exact_and_checks_its_settings(flow, tmp_path, monkeypatc
     assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "clean.jsonl").read_bytes()
 
 
+@pytest.mark.parametrize("name", ["out.jsonl.partial", "out.jsonl.partial.ckpt", "out.jsonl.lock"])
+def test_an_output_named_as_another_jobs_working_file_is_refused(flow, tmp_path, name):
+    source = _txt(tmp_path / "in.txt", TEXTS[:5])
+    with pytest.raises(InvalidInputError, match=rf"--output .*{name} ends in \.[a-z.]+, the name of a job's working "
+                                                 r"file \(a job on out\.jsonl writes it\)"):
+        flow.predict_file(source, tmp_path / name, progress=False)
+    with pytest.raises(InvalidInputError, match="--errors .* the name of a job's working file"):
+        flow.predict_file(source, tmp_path / "x.jsonl", errors_path=tmp_path / name, progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_starting_a_stopped_job_again_without_resume_says_what_it_drops(flow, tmp_path, monkeypatch, caplog):
+    source, target = _txt(tmp_path / "in.txt", TEXTS[:300]), tmp_path / "out.jsonl"
+    _interrupt(flow, monkeypatch, source, target)
+    flow.predict_file(source, target, chunk_size=64, progress=False)
+    assert "an earlier run of this job stopped after 128 record(s); starting over" in caplog.text
+    assert _results(target) == flow(TEXTS[:300])
+
+
 def test_a_job_stopped_while_moving_its_files_is_finished_by_resume(flow, tmp_path, monkeypatch):
     source, target = _txt(tmp_path / "in.txt", TEXTS[:20]), tmp_path / "out.jsonl"
 
@@ -305,6 +324,11 @@ def test_a_resume_with_other_weights_or_options_is_refused_and_a_copy_of_the_pac
     scores = Taskflow("sentiment_analysis", task_path=tiny_sentiment, return_all_scores=True)
     with pytest.raises(ResumeMismatchError, match=r"\(option return_all_scores: False then, True now\)"):
         scores.predict_file(source, target, chunk_size=64, resume=True, progress=False)
+    # The dynamic graph computes the same network in another order of operations: not mixed in either.
+    dynamic = Taskflow("sentiment_analysis", task_path=tiny_sentiment, static=False)
+    with pytest.raises(ResumeMismatchError) as info:
+        dynamic.predict_file(source, target, chunk_size=64, resume=True, progress=False)
+    assert set(info.value.changes) == {"compute"} and info.value.changes["compute"][1]["static"] is False
     assert _snapshot(target.parent) == before
     # Where the package lies is not what it is: a copy resumes, as do another batch size and chunk size.
     shutil.copytree(tiny_sentiment, tmp_path / "copy")

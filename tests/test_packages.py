@@ -222,7 +222,7 @@ def test_download_404_names_the_url_and_is_not_retried(server, tmp_path):
 
 
 @pytest.mark.network
-def test_download_500_is_retried_with_backoff_then_fails(server, tmp_path):
+def test_download_500_is_retried_with_backoff_then_fails(server, tmp_path, caplog):
     url = server.put("flaky.bin", b"x")
     server.status["/flaky.bin"] = 500
     sleeps: list[float] = []
@@ -236,6 +236,10 @@ def test_download_500_is_retried_with_backoff_then_fails(server, tmp_path):
     assert server.count("flaky.bin") == 3
     assert sleeps == [0.01, 0.02]
     assert files_under(tmp_path / "dl") == []
+    # Each wait is said as it starts, so a script's log shows why it waits.
+    assert [r.getMessage() for r in caplog.records] == [
+        f"GET {url} answered HTTP 500; trying again in 0.01 s (attempt 2 of 3)",
+        f"GET {url} answered HTTP 500; trying again in 0.02 s (attempt 3 of 3)"]
 
 
 @pytest.mark.network
@@ -1060,6 +1064,7 @@ BAD_ENDPOINTS = {
     "port": (f"http://alice:{SECRET}@127.0.0.1:99999/models", "its port is not a number from 1 to 65535"),
     "ipv6": (f"http://alice:{SECRET}@[::1/models", "it cannot be parsed"),
     "no-host": (f"https://alice:{SECRET}@/models", "it names no host"),
+    "scheme-alone": ("http://", "it names no host"),
 }
 
 
@@ -1161,3 +1166,30 @@ def test_an_edit_that_puts_the_old_mtime_back_is_caught(pinned, server, home, mo
 
     again = resolve(TASK, MODEL, progress=False)      # the ctime moved: hashed, found damaged, fetched
     assert again.source == "download" and vocab.read_bytes() == FILES["vocab.txt"]
+
+
+# ------------------------------------------------ a cache home that cannot be written
+
+def test_a_cache_that_cannot_be_written_is_one_typed_error_naming_the_fix(tmp_path, monkeypatch, capsys):
+    import errno
+
+    from taskflow.cli import main
+    from taskflow.errors import CacheWriteError
+
+    home = tmp_path / "ro-home"
+    real_mkdir = Path.mkdir
+
+    def read_only(self, *args, **kwargs):   # root passes permission checks: the file system refuses instead
+        if home in Path(self).absolute().parents or Path(self).absolute() == home:
+            raise OSError(errno.EROFS, "Read-only file system", str(self))
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    assert main(["download", "text_similarity", "--home", str(home)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"taskflow: error: cannot write the model cache under {home}: Read-only file system")
+    assert "set PPNLP_HOME (home=, --home) to a writable folder" in err and err.count("\n") == 1
+    package = packages.resolve("text_similarity", "siamese_rnn_ensemble", home=home)   # the bundled copy, read
+    with pytest.raises(CacheWriteError) as info:
+        packages.copy_to_cache(package, home)
+    assert isinstance(info.value, OSError)

@@ -112,3 +112,16 @@ def test_a_package_that_ships_only_as_an_ensemble_member_is_not_offered_on_its_o
     assert listed["sentiment_analysis"] == ["char_cnn", "char_cnn_neutral", "encoder_ensemble"]
     with pytest.raises(UnknownModelError, match="available: drqa_char, reader_ensemble"):
         Taskflow("reading_comprehension", model="drqa_word")
+
+
+def test_a_pipeline_pickles_by_its_options_and_spawned_processes_can_take_one(tiny_models):
+    import multiprocessing
+    import pickle
+
+    flow = Taskflow("sentiment_analysis", task_path=tiny_models["sentiment_analysis"], batch_size=4)
+    copy = pickle.loads(pickle.dumps(flow))
+    assert copy is not flow and copy.spec == flow.spec and copy.task.batch_size == 4
+    texts = ["很好", "太差了", "还行吧"]
+    assert copy(texts) == flow(texts)
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        assert pool.apply(flow, (texts,)) == flow(texts)

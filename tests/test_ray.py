@@ -9,6 +9,7 @@ ray = pytest.importorskip("ray", reason="the Ray backend is an extra: pip instal
 
 from taskflow import Taskflow  # noqa: E402
 from taskflow.cli import main  # noqa: E402
+from taskflow.errors import InvalidInputError  # noqa: E402
 
 TEXTS = [f"评论{i}：{'很好' if i % 2 else '太差'}" for i in range(300)]
 
@@ -26,19 +27,68 @@ def local_ray(shared_home):
 
 
 @pytest.mark.slow
-def test_cli_ray_backend_equals_single_process(local_ray, tiny_sentiment, tmp_path):
+def test_cli_ray_backend_writes_what_a_local_job_writes(local_ray, tiny_sentiment, tmp_path):
+    # A blank line and bad JSON are records of the job like any other: named, never dropped or changed.
+    lines = [json.dumps({"id": i, "text": t}, ensure_ascii=False) for i, t in enumerate(TEXTS)]
+    lines[7], lines[100] = "", '{"id": 100, "text": "坏", "score": NaN}'
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    common = ["sentiment_analysis", "--input", str(source), "--batch-size", "16", "--task-path", str(tiny_sentiment),
+              "--on-error", "skip", "--quiet"]
+    assert main([*common, "--output", str(tmp_path / "local.jsonl")]) == 0
+    assert main([*common, "--output", str(tmp_path / "ray.jsonl"), "--backend", "ray", "--workers", "2"]) == 0
+    for name in ("ray.jsonl", "ray.jsonl.errors.jsonl"):
+        assert (tmp_path / name).read_bytes() == (tmp_path / name.replace("ray", "local")).read_bytes()
+    rows = [json.loads(line) for line in (tmp_path / "ray.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == len(TEXTS) - 2 and [r["line"] for r in rows[:8]] == [1, 2, 3, 4, 5, 6, 7, 9]
+    errors = [json.loads(line)["line"] for line in (tmp_path / "ray.jsonl.errors.jsonl").read_text().splitlines()]
+    assert errors == [8, 101]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "in.jsonl", "local.jsonl", "local.jsonl.errors.jsonl", "ray.jsonl", "ray.jsonl.errors.jsonl"]
+
+
+@pytest.mark.slow
+def test_ray_job_resumes_and_refuses_an_output_in_use(local_ray, tiny_sentiment, tmp_path):
+    from taskflow.checkpoint import JobFiles
+    from taskflow.errors import OutputInUseError
+
     source = tmp_path / "in.txt"
     source.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
-    out_dir = tmp_path / "out"
-    assert main(["sentiment_analysis", "--input", str(source), "--output", str(out_dir), "--backend", "ray",
-                 "--workers", "2", "--batch-size", "64", "--task-path", str(tiny_sentiment)]) == 0
-    rows = [json.loads(line) for f in sorted(out_dir.glob("*.json")) for line in f.read_text().splitlines()]
-    expected = Taskflow("sentiment_analysis", task_path=tiny_sentiment)(TEXTS)
-    assert len(rows) == len(TEXTS)
-    # Ray keeps input order here (preserve_order); compare rows field by field.
-    assert [r["text"] for r in rows] == TEXTS
-    for row, want in zip(rows, expected):
-        assert row["label"] == want["label"] and abs(row["score"] - want["score"]) < 1e-5
+    flow = Taskflow("sentiment_analysis", task_path=tiny_sentiment)
+    whole = tmp_path / "whole.jsonl"
+    flow.predict_file(source, whole, backend="ray", chunk_size=64, progress=False)
+    # A bad line stops the job after the chunks before it, its checkpoint kept; once fixed, resume goes on.
+    broken = list(TEXTS)
+    broken[200] = "  "
+    source.write_text("\n".join(broken) + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    with pytest.raises(InvalidInputError, match=r"in\.txt:201: .*--resume"):
+        flow.predict_file(source, out, backend="ray", workers=2, chunk_size=64, progress=False)
+    assert not out.exists() and (tmp_path / "out.jsonl.partial.ckpt").exists()
+    source.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    summary = flow.predict_file(source, out, backend="ray", workers=2, chunk_size=64, resume=True, progress=False)
+    assert summary.resumed_from == 200
+    # The same records and labels; scores to rounding (after the resume the chunks, so the batches, differ).
+    got, want = ([json.loads(line) for line in path.read_text().splitlines()] for path in (out, whole))
+    assert [(r["line"], r["text"], r["label"]) for r in got] == [(r["line"], r["text"], r["label"]) for r in want]
+    assert max(abs(a["score"] - b["score"]) for a, b in zip(got, want)) < 1e-6
+    # A second job on an output another one holds is refused before anything runs.
+    with JobFiles.lock(out, tmp_path / "out.jsonl.errors.jsonl"):
+        with pytest.raises(OutputInUseError):
+            flow.predict_file(source, out, backend="ray", progress=False)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_map_batches_leaves_a_cpu_to_rays_readers(local_ray, tiny_sentiment, tmp_path):
+    """As many actors as CPUs (2 here) once held every CPU, and Ray's read task waited for ever."""
+    import taskflow.ray
+
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(TEXTS[:50]) + "\n", encoding="utf-8")
+    mapped = taskflow.ray.map_batches(ray.data.read_text(str(source)), "sentiment_analysis", concurrency=2,
+                                      task_path=str(tiny_sentiment))
+    assert sorted(r["text"] for r in mapped.take_all()) == sorted(TEXTS[:50])
 
 
 @pytest.mark.slow
@@ -55,23 +105,14 @@ def test_map_batches_api_passes_other_columns_through(local_ray, tiny_sentiment)
     assert [r["review"] for r in rows] == TEXTS[:40]
 
 
-@pytest.mark.slow
-def test_the_models_batch_size_and_rays_are_separate(local_ray, tiny_sentiment, tmp_path, monkeypatch):
-    import taskflow.ray
-
-    seen = {}
-    real = taskflow.ray.map_batches
-
-    def recording(dataset, task, **kwargs):
-        seen.update(kwargs)
-        return real(dataset, task, **kwargs)
-
-    monkeypatch.setattr(taskflow.ray, "map_batches", recording)
-    source = tmp_path / "in.txt"
-    source.write_text("\n".join(TEXTS[:20]) + "\n", encoding="utf-8")
-    assert main(["sentiment_analysis", "--input", str(source), "--output", str(tmp_path / "out"), "--backend", "ray",
-                 "--batch-size", "7", "--ray-batch-size", "5", "--task-path", str(tiny_sentiment)]) == 0
-    assert seen["batch_size"] == 7 and seen["ray_batch_size"] == 5
-    actor = taskflow.ray.TaskflowPredictor("sentiment_analysis", batch_size=seen["batch_size"],
-                                           task_path=str(tiny_sentiment))
-    assert actor.flow.task.batch_size == 7                       # what each actor's model runs with
+@pytest.mark.parametrize("args, words", [
+    (["--backend", "ray"], "--backend ray needs --input FILE and --output FILE"),
+    (["--input", "in.txt", "--address", "127.0.0.1:6379"], "--address names a Ray cluster: give --backend ray"),
+])
+def test_ray_options_without_a_job_are_refused(tiny_sentiment, tmp_path, monkeypatch, capsys, args, words):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.txt").write_text("很好\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as stopped:
+        main(["sentiment_analysis", "很好", *args, "--task-path", str(tiny_sentiment)] if "--input" not in args
+             else ["sentiment_analysis", *args, "--task-path", str(tiny_sentiment)])
+    assert stopped.value.code == 2 and words in capsys.readouterr().err
