@@ -130,11 +130,14 @@ class RayPool:
             # A local instance unless an address is given; no dashboard, nothing listening beyond loopback.
             ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
         self.chunk_timeout, self.startup_timeout = chunk_timeout, startup_timeout
-        # Each actor takes a whole number of CPUs, as many Paddle threads, and no more than a node has.
+        # Each actor takes its share of the cluster's CPUs (no more than a node has), and as many Paddle
+        # threads; more actors than CPUs share them, as local workers beyond the cores do, rather than
+        # wait for CPUs that never come free.
         largest = max((node["Resources"].get("CPU", 0) for node in ray.nodes() if node.get("Alive")), default=1)
-        cpus = max(1, min(int(largest), int(ray.cluster_resources().get("CPU", 1) // workers)))
+        share = ray.cluster_resources().get("CPU", 1) / workers
+        cpus = min(int(largest), int(share)) if share >= 1 else share
         runner = ray.remote(num_cpus=cpus, max_restarts=1, max_task_retries=1)(_ChunkRunner)
-        self.actors = [runner.remote(spec, cpus) for _ in range(workers)]
+        self.actors = [runner.remote(spec, max(1, int(cpus))) for _ in range(workers)]
 
     def map(self, chunks):
         """Outcomes of each chunk, in order (see :func:`taskflow.workers.process_chunk`); two chunks in
