@@ -48,7 +48,9 @@ class Taskflow:
         num_threads: CPU threads for Paddle Inference (default: all cores).
         static: ``False`` runs the dynamic graph instead of Paddle Inference, for debugging.
         tensorrt: run TensorRT subgraphs (GPU only).
-        task_path: directory of your own trained package (overrides ``model``).
+        task_path: directory of your own trained package (it runs in place of ``model``;
+            ``mode`` then only says how a task reads it where its modes read different kinds
+            of package, as ner's ``accurate`` reads a knowledge_mining one).
         home: cache root (default ``$PPNLP_HOME`` or ``~/.paddlenlp``).
         offline: never use the network (default ``$PPNLP_OFFLINE``).
         **task_options: options of the task itself; a wrong one is an ``OptionError``.
