@@ -35,7 +35,7 @@ from .checkpoint import JobFiles
 from .errors import InvalidInputError, JobError, OptionError, ResumeMismatchError
 from .readers import DEFAULT_MAX_RECORD_BYTES, InputFile, Record, count_lines, count_records, error_record, output_record
 from .signals import sigterm_stops_the_job
-from .workers import WorkerPool, calling_line, iter_chunks, process_chunk, refuse_in_worker_bootstrap
+from .workers import RayPool, WorkerPool, calling_line, iter_chunks, process_chunk, refuse_in_worker_bootstrap
 
 # process_chunk, iter_chunks, sigterm_stops_the_job and result_line are the CLI's too (it streams to stdout with them).
 __all__ = ["Record", "run_file", "JobSummary", "job_identity", "process_chunk", "iter_chunks", "sigterm_stops_the_job",
@@ -180,7 +180,7 @@ def run_file(
     ``workers=N`` (N > 1) runs N spawned processes, each building its pipeline from
     ``worker_spec`` (``Taskflow.spec``: the jobs layer knows tasks, not how pipelines are made);
     one that gives no answer for ``chunk_timeout`` seconds is taken as hung.  ``backend="ray"``
-    runs the chunks on ``workers`` Ray actors instead (:class:`taskflow.ray.RayPool`; a local Ray,
+    runs the chunks on ``workers`` Ray actors instead (:class:`taskflow.workers.RayPool`; a local Ray,
     or the cluster at ``address``), everything else as here.  ``worker_spec``
     also says the task's options, which the checkpoint pins (:func:`job_identity`).
     ``resume=True`` with a checkpoint made by another job raises
@@ -347,8 +347,6 @@ def _refuse_errors_among_own_files(input_path: Path, output_path: Path, errors_p
 def _pool(backend: str, address: str | None, spec, workers: int, **options):
     """Where the chunks run: None (this process), local worker processes, or Ray actors."""
     if backend == "ray":
-        from .ray import RayPool
-
         return RayPool(spec, workers, address=address, **options)
     return WorkerPool(spec, workers, **options) if workers > 1 else None
 

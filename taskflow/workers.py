@@ -1,4 +1,5 @@
-"""Worker processes of a batch job: a pool of spawned processes that run chunks of records in order.
+"""Where a batch job's chunks of records run, in order: a pool of spawned processes on this machine
+(:class:`WorkerPool`), or of Ray actors (:class:`RayPool`, ``backend="ray"``).
 
 Each worker builds its own pipeline from a picklable spec (``Taskflow.spec``) and runs
 :func:`process_chunk` on the chunks it is sent.  The pool is managed here rather than by
@@ -29,8 +30,8 @@ from .errors import InputTypeError, InvalidInputError, WorkerError
 from .readers import Record
 from .signals import default_sigterm, sigterm_held, without_paddle_signal_handlers
 
-__all__ = ["process_chunk", "iter_chunks", "WorkerPool", "refuse_in_worker_bootstrap", "calling_line",
-           "EXIT_UNGUARDED_MAIN"]
+__all__ = ["process_chunk", "iter_chunks", "WorkerPool", "RayPool", "import_ray", "refuse_in_worker_bootstrap",
+           "calling_line", "EXIT_UNGUARDED_MAIN"]
 
 logger = logging.getLogger("taskflow")
 
@@ -420,3 +421,97 @@ class WorkerPool:
         for worker in self.workers:
             worker.kill()
         self.workers = []
+
+
+# ------------------------------------------------------------------ Ray actors
+
+def import_ray():
+    """Ray (with Ray Data), or an ImportError saying how to install it."""
+    try:
+        import ray
+        import ray.data  # noqa: F401
+    except ImportError as exc:
+        raise ImportError("the Ray backend needs Ray Data: pip install 'taskflow-nlp[ray]'") from exc
+    return ray
+
+
+class RayPool:
+    """The ``backend="ray"`` of a batch job (:func:`taskflow.jobs.run_file`): chunks of records run by
+    Ray actors, one pipeline each (built from the job's ``Taskflow.spec``), answered in input order.
+
+    Only the model runs on Ray.  Reading, the checkpoint, ``resume``, the errors file and the
+    output stay with the job in this process, so a Ray job keeps every rule of a local one (each
+    line accounted for, bad records named by line, the output moved into place when complete) and
+    writes the same file.  An actor that dies is restarted by Ray and its chunk run again, once;
+    a second failure stops the job with a :class:`~taskflow.errors.WorkerError`.
+    """
+
+    def __init__(self, spec, workers: int, *, source: str, address: str | None = None,
+                 chunk_timeout: float | None = 600.0, startup_timeout: float = 300.0, shutdown_timeout: float = 10.0,
+                 call_site: str = ""):
+        ray = import_ray()
+        self.ray, self.source, self.started = ray, source, not ray.is_initialized()
+        if self.started:
+            # A local instance unless an address is given; no dashboard, nothing listening beyond loopback.
+            ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+        self.chunk_timeout, self.startup_timeout = chunk_timeout, startup_timeout
+        # Each actor takes its share of the cluster's CPUs (no more than a node has), and as many Paddle
+        # threads; more actors than CPUs share them, as local workers beyond the cores do, rather than
+        # wait for CPUs that never come free.
+        largest = max((node["Resources"].get("CPU", 0) for node in ray.nodes() if node.get("Alive")), default=1)
+        share = ray.cluster_resources().get("CPU", 1) / workers
+        cpus = min(int(largest), int(share)) if share >= 1 else share
+        runner = ray.remote(num_cpus=cpus, max_restarts=1, max_task_retries=1)(_ChunkRunner)
+        self.actors = [runner.remote(spec, max(1, int(cpus))) for _ in range(workers)]
+
+    def map(self, chunks):
+        """Outcomes of each chunk, in order (see :func:`taskflow.workers.process_chunk`); two chunks in
+        flight per actor, sent round robin."""
+        self.pending = pending = collections.deque()
+        for number, chunk in enumerate(chunks):
+            actor = self.actors[number % len(self.actors)]
+            pending.append((number, chunk, actor.run.remote(chunk, self.source)))
+            if len(pending) >= 2 * len(self.actors):
+                yield self._answer(*pending.popleft())
+        while pending:
+            yield self._answer(*pending.popleft())
+
+    def _answer(self, number: int, chunk, ref):
+        first = number < len(self.actors)     # its actor starts (loads the model) before answering
+        timeout = None if self.chunk_timeout is None else self.chunk_timeout + (self.startup_timeout if first else 0)
+        lines = f"lines {chunk[0].line}-{chunk[-1].line} of {self.source}"
+        try:
+            return self.ray.get(ref, timeout=timeout)
+        except self.ray.exceptions.GetTimeoutError:
+            raise WorkerError(f"a Ray actor gave no answer for the records at {lines} in {timeout:g} s; the records "
+                              "before them are saved: rerun with --resume (resume=True)") from None
+        except self.ray.exceptions.RayError as exc:
+            raise WorkerError(f"a Ray actor failed on the records at {lines}:\n{str(exc).rstrip()}\nThe records "
+                              "before them are saved; rerun with --resume (resume=True) once the cause is fixed") from None
+
+    def close(self) -> list[str]:
+        self.abort()
+        return []
+
+    def abort(self) -> None:
+        # Chunks still queued are cancelled first: an actor killed with them queued has Ray retry them (and say so).
+        for _, _, ref in getattr(self, "pending", ()):
+            with contextlib.suppress(Exception):
+                self.ray.cancel(ref)
+        for actor in self.actors:
+            with contextlib.suppress(Exception):
+                self.ray.kill(actor)
+        self.actors = []
+        if self.started:
+            self.ray.shutdown()
+            self.started = False
+
+
+class _ChunkRunner:
+    """One Ray actor of a job: its pipeline, then chunks of records."""
+
+    def __init__(self, spec, threads: int):
+        self.task = spec.build_task(default_threads=threads)
+
+    def run(self, records, source: str):
+        return process_chunk(self.task, records, source)
