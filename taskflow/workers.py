@@ -449,7 +449,10 @@ class RayPool:
     def __init__(self, spec, workers: int, *, source: str, address: str | None = None,
                  chunk_timeout: float | None = 600.0, startup_timeout: float = 300.0, shutdown_timeout: float = 10.0,
                  call_site: str = ""):
+        # shutdown_timeout and call_site are WorkerPool's (the job passes both pools the same options):
+        # Ray stops its own actors, and starts them from no script of the caller's.
         ray = import_ray()
+        self.pending: collections.deque = collections.deque()
         self.ray, self.source, self.started = ray, source, not ray.is_initialized()
         if self.started:
             # A local instance unless an address is given; no dashboard, nothing listening beyond loopback.
@@ -467,7 +470,7 @@ class RayPool:
     def map(self, chunks):
         """Outcomes of each chunk, in order (see :func:`taskflow.workers.process_chunk`); two chunks in
         flight per actor, sent round robin."""
-        self.pending = pending = collections.deque()
+        pending = self.pending
         for number, chunk in enumerate(chunks):
             actor = self.actors[number % len(self.actors)]
             pending.append((number, chunk, actor.run.remote(chunk, self.source)))
@@ -495,7 +498,7 @@ class RayPool:
 
     def abort(self) -> None:
         # Chunks still queued are cancelled first: an actor killed with them queued has Ray retry them (and say so).
-        for _, _, ref in getattr(self, "pending", ()):
+        for _, _, ref in self.pending:
             with contextlib.suppress(Exception):
                 self.ray.cancel(ref)
         for actor in self.actors:
