@@ -247,6 +247,9 @@ def _check_job_options(*, on_error, workers, worker_spec, fields, id_fields, chu
         raise OptionError(f"backend must be 'local' or 'ray', got {backend!r}", "backend")
     if address is not None and backend != "ray":
         raise OptionError("address names a Ray cluster: pass backend='ray' (--backend ray) with it", "address")
+    if address is not None and (not isinstance(address, str) or not address.strip()):
+        raise OptionError(f"address must name a Ray cluster, e.g. '10.0.0.5:6379' or 'auto', got {address!r}",
+                          "address")
     if (workers > 1 or backend == "ray") and worker_spec is None:
         raise OptionError(f"{'workers > 1' if backend == 'local' else 'backend=' + repr(backend)} needs worker_spec "
                           "(Taskflow.spec), to rebuild the pipeline in each process; use Taskflow.predict_file",
@@ -313,6 +316,8 @@ def _say_progress_dropped(output_path: Path) -> None:
         done = read_checkpoint(ckpt, output_path).get("done")
     except (JobError, OSError):   # damaged, or a planted link the job will replace: only the count is unknown
         done = None
+    if done == 0:
+        return   # nothing done (the job stopped as it started, e.g. Ray could not be reached): nothing dropped
     what = f"{done:,} record(s)" if type(done) is int else "an unknown number of records"
     logger.warning("%s: an earlier run of this job stopped after %s; starting over, as resume was not asked for "
                    "(--resume continues a stopped job instead)", output_path, what)
@@ -360,7 +365,9 @@ def _run(task, source: InputFile, files: JobFiles, summary: JobSummary, *, chunk
     total = count_records(source.path) if progress is not False else None
     pool = _pool(**pool_options)
     try:
-        chunks = iter_chunks(source, chunk_size)
+        # A job resumed inside a chunk (it stopped at a bad line) first finishes that chunk, so the
+        # chunks after it, and the batches they are cut into, are a fresh run's.
+        chunks = iter_chunks(source, chunk_size, first=chunk_size - files.done % chunk_size)
         outcomes = pool.map(chunks) if pool else (process_chunk(task, c, source.source) for c in chunks)
         unterminated_at = None  # the checkpoint before a last line without a newline: the file may be growing
         with tqdm(total=total, initial=files.done, unit="items", dynamic_ncols=True,

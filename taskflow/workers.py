@@ -26,7 +26,7 @@ import time
 import traceback
 from typing import Any, Iterable, Iterator, Sequence
 
-from .errors import InputTypeError, InvalidInputError, WorkerError
+from .errors import InputTypeError, InvalidInputError, JobError, OptionError, WorkerError
 from .readers import Record
 from .signals import default_sigterm, sigterm_held, without_paddle_signal_handlers
 
@@ -62,14 +62,15 @@ def process_chunk(task, records: Sequence[Record], source: str) -> list[tuple[Re
     return outcomes
 
 
-def iter_chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    """Lists of up to ``size`` items from any iterable, lazily."""
+def iter_chunks(items: Iterable[Any], size: int, first: int | None = None) -> Iterator[list[Any]]:
+    """Lists of up to ``size`` items from any iterable, lazily; the first of up to ``first``."""
     chunk: list[Any] = []
+    limit = first or size
     for item in items:
         chunk.append(item)
-        if len(chunk) == size:
+        if len(chunk) == limit:
             yield chunk
-            chunk = []
+            chunk, limit = [], size
     if chunk:
         yield chunk
 
@@ -452,12 +453,18 @@ class RayPool:
         # shutdown_timeout and call_site are WorkerPool's (the job passes both pools the same options):
         # Ray stops its own actors, and starts them from no script of the caller's.
         ray = import_ray()
-        self.pending: collections.deque = collections.deque()
-        self.ray, self.source, self.started = ray, source, not ray.is_initialized()
-        if self.started:
-            # A local instance unless an address is given; no dashboard, nothing listening beyond loopback.
-            ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+        self.ray, self.source, self.started = ray, source, False
         self.chunk_timeout, self.startup_timeout = chunk_timeout, startup_timeout
+        self.pending: collections.deque = collections.deque()
+        self.faults: list[str] = []
+        self.pids: dict[int, int] = {}   # actor slot -> its process now
+        if ray.is_initialized():
+            if address is not None:
+                raise OptionError(f"address={address!r} names a Ray cluster, but this process is connected to one "
+                                  "already (ray.init was called): pass no address to use it, or call "
+                                  "ray.shutdown() first", "address")
+        else:
+            self._init(address)
         # Each actor takes its share of the cluster's CPUs (no more than a node has), and as many Paddle
         # threads; more actors than CPUs share them, as local workers beyond the cores do, rather than
         # wait for CPUs that never come free.
@@ -465,7 +472,38 @@ class RayPool:
         share = ray.cluster_resources().get("CPU", 1) / workers
         cpus = min(int(largest), int(share)) if share >= 1 else share
         runner = ray.remote(num_cpus=cpus, max_restarts=1, max_task_retries=1)(_ChunkRunner)
-        self.actors = [runner.remote(spec, max(1, int(cpus))) for _ in range(workers)]
+        # The actors read relative paths (task_path, a user_dict) and the PPNLP_* settings as this
+        # process does, also on a cluster started elsewhere.
+        settings = {name: value for name, value in os.environ.items() if name.startswith("PPNLP_")}
+        self.actors = [runner.remote(spec, max(1, int(cpus)), os.getcwd(), settings) for _ in range(workers)]
+        try:   # each actor's process, once its pipeline is built: an answer from another is a restart
+            self.pids = dict(enumerate(ray.get([actor.pid.remote() for actor in self.actors], timeout=startup_timeout)))
+        except ray.exceptions.GetTimeoutError:
+            self.abort()
+            raise WorkerError(f"the Ray actors did not start within {startup_timeout:g} s (is the cluster out of "
+                              "memory, or busy?); nothing was run: rerun the job") from None
+        except ray.exceptions.RayError as exc:
+            self.abort()
+            raise WorkerError(f"a Ray actor could not build the pipeline:\n{str(exc).rstrip()}") from None
+
+    def _init(self, address: str | None) -> None:
+        """A local Ray, or the cluster at ``address``; a failure is one :class:`JobError`.  Ray puts
+        signal handlers of its own in place: the job's (SIGTERM stops it, saved) are put back."""
+        in_main = threading.current_thread() is threading.main_thread()
+        handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)} if in_main else {}
+        try:
+            # No dashboard, nothing listening beyond loopback for a local instance.
+            self.ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+        except Exception as exc:
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            where = f"the Ray cluster at {address!r}" if address else "a local Ray"
+            raise JobError(f"cannot start or reach {where}: {reason}; give --address a running cluster's "
+                           "address (or auto), or leave it out to start a local Ray") from None
+        finally:
+            for sig, handler in handlers.items():
+                if handler is not None:
+                    signal.signal(sig, handler)
+        self.started = True
 
     def map(self, chunks):
         """Outcomes of each chunk, in order (see :func:`taskflow.workers.process_chunk`); two chunks in
@@ -484,17 +522,24 @@ class RayPool:
         timeout = None if self.chunk_timeout is None else self.chunk_timeout + (self.startup_timeout if first else 0)
         lines = f"lines {chunk[0].line}-{chunk[-1].line} of {self.source}"
         try:
-            return self.ray.get(ref, timeout=timeout)
+            pid, outcomes = self.ray.get(ref, timeout=timeout)
         except self.ray.exceptions.GetTimeoutError:
             raise WorkerError(f"a Ray actor gave no answer for the records at {lines} in {timeout:g} s; the records "
                               "before them are saved: rerun with --resume (resume=True)") from None
         except self.ray.exceptions.RayError as exc:
             raise WorkerError(f"a Ray actor failed on the records at {lines}:\n{str(exc).rstrip()}\nThe records "
                               "before them are saved; rerun with --resume (resume=True) once the cause is fixed") from None
+        slot = number % len(self.actors)
+        if self.pids[slot] != pid:   # Ray started the actor again, and ran its chunks again
+            self.faults.append(f"Ray actor {slot + 1}: its process {self.pids[slot]} ended and Ray started "
+                               f"another ({pid}), which ran the records up to {lines} again")
+            logger.warning(self.faults[-1])
+            self.pids[slot] = pid
+        return outcomes
 
     def close(self) -> list[str]:
         self.abort()
-        return []
+        return self.faults
 
     def abort(self) -> None:
         # Chunks still queued are cancelled first: an actor killed with them queued has Ray retry them (and say so).
@@ -513,8 +558,14 @@ class RayPool:
 class _ChunkRunner:
     """One Ray actor of a job: its pipeline, then chunks of records."""
 
-    def __init__(self, spec, threads: int):
+    def __init__(self, spec, threads: int, cwd: str, settings: dict[str, str]):
+        if os.path.isdir(cwd):
+            os.chdir(cwd)
+        os.environ.update(settings)
         self.task = spec.build_task(default_threads=threads)
 
+    def pid(self) -> int:
+        return os.getpid()
+
     def run(self, records, source: str):
-        return process_chunk(self.task, records, source)
+        return os.getpid(), process_chunk(self.task, records, source)

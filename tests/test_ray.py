@@ -73,10 +73,73 @@ def test_ray_job_resumes_and_refuses_an_output_in_use(local_ray, tiny_sentiment,
     got, want = ([json.loads(line) for line in path.read_text().splitlines()] for path in (out, whole))
     assert [(r["line"], r["text"], r["label"]) for r in got] == [(r["line"], r["text"], r["label"]) for r in want]
     assert max(abs(a["score"] - b["score"]) for a, b in zip(got, want)) < 1e-6
+    # The resumed job first finished the chunk it stopped in (lines 193-256): every chunk after is a fresh run's.
+    assert out.read_bytes().splitlines()[256:] == whole.read_bytes().splitlines()[256:]
     # A second job on an output another one holds is refused before anything runs.
     with JobFiles.lock(out, tmp_path / "out.jsonl.errors.jsonl"):
         with pytest.raises(OutputInUseError):
             flow.predict_file(source, out, backend="ray", progress=False)
+
+
+@pytest.mark.slow
+def test_an_actor_that_dies_is_started_again_its_chunk_run_again_and_that_said(local_ray, tiny_sentiment, tmp_path):
+    from taskflow.jobs import run_file
+
+    class DiesOnce:
+        """The job's spec, whose pipeline ends its process at TEXTS[150] the first time (a local class:
+        Ray pickles it by value)."""
+
+        def __init__(self, spec, flag):
+            self.spec, self.flag = spec, str(flag)
+
+        @property
+        def options(self):
+            return self.spec.options
+
+        def build_task(self, *, default_threads=None):
+            task, flag = self.spec.build_task(default_threads=default_threads), self.flag
+            real = task.run_items
+
+            def run_items(items):
+                if TEXTS[150] in items and not os.path.exists(flag):
+                    open(flag, "w").close()
+                    os._exit(1)
+                return real(items)
+
+            task.run_items = run_items
+            return task
+
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    flow = Taskflow("sentiment_analysis", task_path=tiny_sentiment)
+    flow.predict_file(source, tmp_path / "whole.jsonl", backend="ray", workers=2, chunk_size=64, progress=False)
+    summary = run_file(flow.task, source, tmp_path / "out.jsonl", workers=2, backend="ray", chunk_size=64,
+                       worker_spec=DiesOnce(flow.spec, tmp_path / "died"), progress=False)
+    assert (tmp_path / "died").exists() and len(summary.worker_faults) == 1
+    assert "ended and Ray started another" in summary.worker_faults[0]
+    assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "whole.jsonl").read_bytes()
+
+
+def test_a_ray_cluster_that_cannot_be_reached_is_one_error(tiny_sentiment, tmp_path, capsys, monkeypatch):
+    """What ray.init raises when no cluster answers (its words, here planted) is one line, exit 2;
+    the job's SIGTERM handler is still in place after it."""
+    import signal
+
+    def no_cluster(**kwargs):
+        raise ConnectionError("Could not find any running Ray instance. Please specify the one to connect to.")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", no_cluster)
+    source = tmp_path / "in.txt"
+    source.write_text("很好\n", encoding="utf-8")
+    before = signal.getsignal(signal.SIGTERM)
+    code = main(["sentiment_analysis", "--input", str(source), "--output", str(tmp_path / "out.jsonl"), "--backend",
+                 "ray", "--address", "auto", "--task-path", str(tiny_sentiment)])
+    err = capsys.readouterr().err
+    assert code == 2 and err == ("taskflow: error: cannot start or reach the Ray cluster at 'auto': Could not find any "
+                                 "running Ray instance. Please specify the one to connect to.; give --address a "
+                                 "running cluster's address (or auto), or leave it out to start a local Ray\n")
+    assert not (tmp_path / "out.jsonl").exists() and signal.getsignal(signal.SIGTERM) == before
 
 
 @pytest.mark.slow
