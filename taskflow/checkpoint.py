@@ -95,6 +95,10 @@ def _sibling(path: Path, suffix: str) -> Path:
     return path.with_name(path.name + suffix)
 
 
+# What a job's working files add to its output's name (``side_files``), longest first.
+SIDE_SUFFIXES = (".partial.ckpt", ".partial", ".lock")
+
+
 def _refuse_link(path: Path, exc: OSError) -> None:
     if exc.errno == errno.ELOOP or path.is_symlink():
         raise OutputWriteError(

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .checkpoint import JobFiles
+from .checkpoint import SIDE_SUFFIXES, JobFiles
 from .errors import InvalidInputError, JobError, OptionError, ResumeMismatchError
 from .readers import DEFAULT_MAX_RECORD_BYTES, InputFile, Record, count_lines, count_records, error_record, output_record
 from .signals import sigterm_stops_the_job
@@ -307,7 +307,7 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def _say_progress_dropped(output_path: Path) -> None:
     """A job started again without ``resume`` over one that stopped says what it discards, as it starts."""
-    ckpt = output_path.with_name(output_path.name + ".partial.ckpt")
+    ckpt = JobFiles.side_files(output_path)["checkpoint"]
     if not os.path.lexists(ckpt):
         return
     from .checkpoint import read_checkpoint
@@ -328,7 +328,7 @@ def _refuse_working_file_names(output_path: Path, errors_path: Path) -> None:
     a job on ``out.jsonl`` running, this one would replace its partial output or checkpoint, and the
     lock that keeps two jobs apart is taken on the output's own name."""
     for path, flag in ((output_path, "--output"), (errors_path, "--errors")):
-        for suffix in (".partial.ckpt", ".partial", ".lock"):
+        for suffix in SIDE_SUFFIXES:
             if path.name.endswith(suffix) and len(path.name) > len(suffix):
                 raise InvalidInputError(
                     f"{flag} {path} ends in {suffix}, the name of a job's working file (a job on "
