@@ -30,6 +30,13 @@ Job files are never opened through a symbolic link (``O_NOFOLLOW``): they sit at
 anyone who can write the output folder can predict.  Files made anew are created with
 ``O_EXCL``, the checkpoint is written to a private temporary file (``mkstemp``) and renamed
 over its name, and renames replace a link planted at the target, never what it points to.
+
+The output the user names is another matter (:func:`output_target`): a symbolic link of the
+user's own there is followed, and the file it points to written as above; a character device or a FIFO
+(``/dev/null``, a named pipe) and a descriptor of the process itself (``/dev/stdout``,
+``/dev/fd/N``) are written directly, as results come (:class:`DirectFiles`): no
+``.partial``, ``.lock`` or checkpoint beside them, no rename, and no resume.  A block
+device or a socket is refused.  None is ever replaced by a regular file.
 """
 
 from __future__ import annotations
@@ -48,7 +55,7 @@ from typing import Any, NamedTuple
 from .errors import InputChangedError, JobError, OutputInUseError, OutputWriteError, ResumeMismatchError
 from .readers import InputFile, count_lines
 
-__all__ = ["JobFiles", "Progress", "CHECKPOINT_FORMAT"]
+__all__ = ["JobFiles", "DirectFiles", "Progress", "CHECKPOINT_FORMAT", "OutputTarget", "output_target", "open_direct", "write_all"]
 
 # 3: the identity of the job (task, model fingerprint, options) and of the input (in_bytes, in_sha256).
 CHECKPOINT_FORMAT = 3
@@ -93,6 +100,93 @@ class _InputDigest:
 
 def _sibling(path: Path, suffix: str) -> Path:
     return path.with_name(path.name + suffix)
+
+
+class OutputTarget(NamedTuple):
+    """Where an output goes (:func:`output_target`)."""
+
+    path: Path                     # the name given; for a symbolic link to a file (or to none yet), that file
+    direct: str | None = None      # what is written directly, e.g. "a character device"; None: a file, atomically
+    descriptor: int | None = None  # the descriptor of this process the name stands for (/dev/stdout: 1)
+
+
+_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISBLK, "a block device"))
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "a special file")
+
+
+def _own_descriptor(path: Path) -> int | None:
+    """The descriptor of this process that ``path`` names through /proc/self/fd (``/dev/stdout``,
+    ``/dev/fd/3``, ``/proc/self/fd/3``), or None.  Links are followed one at a time, as the kernel
+    does, up to the /proc entry, whose own link ("pipe:[1234]") names no path."""
+    own = f"/proc/{os.getpid()}/fd"
+    current = os.path.abspath(path)
+    for _ in range(40):   # the kernel's own limit on links followed
+        parent, name = os.path.realpath(os.path.dirname(current)), os.path.basename(current)
+        if parent == own:
+            return int(name) if name.isdigit() else None
+        current = os.path.join(parent, name)
+        if not os.path.islink(current):
+            return None
+        current = os.path.join(parent, os.readlink(current))
+    return None
+
+
+def output_target(path: str | os.PathLike, flag: str = "--output") -> OutputTarget:
+    """What writing ``path`` means.  A regular file (or none yet) is written atomically: a temporary
+    file beside it, renamed over it at the end; through a symbolic link, the file the link points to
+    (the link stays).  A character device or a FIFO (``/dev/null``, ``mkfifo``) and a descriptor of
+    this process (``/dev/stdout``, ``/dev/fd/N``, whatever it is open on) are written directly: a
+    rename would replace the device with a regular file, and a FIFO's reader would never see a line.
+    A block device (a disk) or a socket is refused.  A directory is left to the caller to refuse.
+
+    A link is followed only when it is the user's own (or root's, as /dev/stdout is), the rule Linux's
+    ``fs.protected_symlinks`` applies in shared folders: one planted by someone else at the output's
+    name could send the results into their FIFO, or make the job overwrite a file of the user's.
+    Such a link is replaced by the output, as any job file's name is (see the module's docstring)."""
+    path = Path(path)
+    try:
+        link = os.lstat(path)
+    except OSError:
+        link = None
+    if link is not None and stat.S_ISLNK(link.st_mode) and link.st_uid not in (os.geteuid(), 0):
+        return OutputTarget(path)
+    descriptor = _own_descriptor(path)
+    if descriptor is not None:
+        try:
+            mode = os.fstat(descriptor).st_mode
+        except OSError:
+            raise OutputWriteError(f"{flag} {path} names descriptor {descriptor} of this process, which is not open; "
+                                   "name a file, or open the descriptor (e.g. 3>out.jsonl)") from None
+        what = "a file" if stat.S_ISREG(mode) else "a pipe" if stat.S_ISFIFO(mode) else _kind(mode)
+        return OutputTarget(path, f"descriptor {descriptor} of this process ({what})", descriptor)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:   # none yet, a dangling link, or unreadable: the write itself says what is wrong
+        mode = None
+    if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        what = _kind(mode)
+        if stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
+            raise OutputWriteError(f"{flag} {path} is {what}; results go to a file, a FIFO or a character device "
+                                   "such as /dev/null: name one of those")
+        return OutputTarget(path, what)
+    if path.is_symlink():
+        return OutputTarget(Path(os.path.realpath(path)))
+    return OutputTarget(path)
+
+
+def open_direct(target: OutputTarget) -> int:
+    """A descriptor to write ``target`` (:func:`output_target` said it is written directly) at its end.
+    Opening a FIFO waits for its reader, as a shell's ``>`` does."""
+    try:
+        if target.descriptor is not None:
+            return os.dup(target.descriptor)   # the same open file: its offset and O_APPEND are kept
+        return os.open(target.path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOCTTY", 0) | _CLOEXEC)
+    except OSError as exc:
+        raise OutputWriteError(f"cannot write {target.path} ({target.direct}): {exc.strerror or exc}") from None
 
 
 # What a job's working files add to its output's name (``side_files``), longest first.
@@ -298,6 +392,9 @@ class JobFiles:
     Opening checks a resume and cuts the files back to the checkpoint; :meth:`write` appends a
     chunk's lines and checkpoints; :meth:`finish` renames the files into place.
     """
+
+    resumable = True
+    after_stop = "rerun with --resume (resume=True) to continue"   # what to do once the job stopped
 
     def __init__(self, output: Path, errors: Path, identity: dict, source: InputFile, resume: bool):
         self.output, self.errors = output, errors
@@ -555,3 +652,103 @@ class JobFiles:
                 with contextlib.suppress(OSError):  # a full disk fails the flush too; the checkpoint is what counts
                     handle.close()
         self._digest.close()
+
+
+class DirectFiles(JobFiles):
+    """The files of a job whose output is written directly (:func:`output_target`: a character device,
+    a FIFO, a descriptor of this process): each chunk's lines go out as they are done, with no
+    ``.partial``, ``.lock`` or checkpoint beside the output and nothing renamed, so the job cannot be
+    resumed.  ``errors`` (None: no errors file, ``on_error="raise"``) is written as records fail: a
+    file opened at the first one (truncated), or itself written directly; with none failing, an older
+    run's errors file at that name is removed, as a checkpointed job does.  The input is followed as a
+    checkpointed job follows it (:meth:`check_input`)."""
+
+    resumable = False
+
+    def __init__(self, output: OutputTarget, errors: OutputTarget | None, source: InputFile):
+        self.output, self.errors = output.path, errors.path if errors else None
+        self.out_tmp = self.err_tmp = self.ckpt = None
+        self.what = output.direct
+        self.after_stop = (f"run the job again ({self.output} is {self.what}, written directly: there is no "
+                           "checkpoint to resume from)")
+        self._errors_target, self._err_fd, self._err_bytes = errors, None, 0
+        self._out_fd = None
+        self._input, self._input_name = source.path, source.source
+        self._digest = _InputDigest(source.path)
+        try:
+            self.progress = Progress(0, 0, 0, source.offset, self._digest.advance(source.offset))
+            self._out_fd = open_direct(output)
+        except BaseException:
+            self.close()
+            raise
+
+    def write(self, out_lines: list[bytes], err_lines: list[bytes], done: int, in_bytes: int) -> None:
+        """Write a chunk's lines out (no fsync: a FIFO or a device has no disk to sync), then note ``done``."""
+        data = b"".join(out_lines)
+        errors = b"".join(err_lines)
+        try:
+            write_all(self._out_fd, data, self.output)
+            if errors:
+                write_all(self._errors_fd(), errors, self.errors)
+        except BrokenPipeError:
+            raise   # the reader went away (`head`): the CLI ends quietly, as on a closed standard output
+        except OSError as exc:
+            raise OutputWriteError(
+                f"cannot write {exc.filename or self.output}: {exc.strerror or exc}; the job stopped after "
+                f"{self.done} record(s), which were written; {self.after_stop}") from None
+        digest = self._digest.advance(in_bytes)
+        if digest is None:
+            raise JobError(f"internal check failed: the input ended before byte {in_bytes:,} that a record "
+                           "was read from; please report this")
+        self._err_bytes += len(errors)
+        self.progress = Progress(done, self.progress.out_bytes + len(data), self._err_bytes, in_bytes, digest)
+
+    def _errors_fd(self) -> int:
+        if self._err_fd is None:
+            target = self._errors_target
+            if target.direct:
+                self._err_fd = open_direct(target)
+            else:
+                target.path.parent.mkdir(parents=True, exist_ok=True)
+                self._err_fd = os.open(target.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _CLOEXEC, 0o666)
+        return self._err_fd
+
+    def _changed(self, why: str, failed: str | None, *, resumable: bool) -> InputChangedError:
+        message = f"{self._input_name} changed while the job ran ({why})"
+        if failed is not None:
+            message += f"; {failed}"
+        return InputChangedError(f"{message}; the job stopped: {self.after_stop}", self._input_name)
+
+    def _save(self, progress: Progress) -> None:
+        self.progress = progress   # nothing to save: a direct output has no checkpoint
+
+    def finish(self) -> bool:
+        """True when an errors file was written."""
+        if self._err_fd is not None:
+            return True
+        target = self._errors_target
+        if target is not None and not target.direct:
+            with contextlib.suppress(FileNotFoundError):
+                if stat.S_ISREG(os.lstat(target.path).st_mode):
+                    os.unlink(target.path)   # an older run's errors do not describe this output
+        return False
+
+    def close(self) -> None:
+        for fd in (self._out_fd, self._err_fd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._out_fd = self._err_fd = None
+        self._digest.close()
+
+
+def write_all(fd: int, data: bytes, path) -> None:
+    """Write all of ``data`` to ``fd`` (a pipe may take part of it at a time); an error names ``path``."""
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except OSError as exc:
+            exc.filename = exc.filename or str(path)
+            raise
+        view = view[written:]

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .errors import CommandParser, InvalidInputError, TaskflowError
 
-COMMANDS = ("list", "download", "pack", "train")
+COMMANDS = ("list", "download", "pack", "train", "serve")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,33 +150,52 @@ def _cmd_run(argv: list[str]) -> int:
         args.input = "-"   # no texts and a pipe: read it, as `--input -` does
     if args.verbose:
         os.environ["TASKFLOW_VERBOSE"] = "1"   # read where Paddle is imported and exports, here and in workers
-    _refuse_unused_job_options(args, parser)
+    from .readers import check_path, stream_kind
+
+    # A FIFO, <(zcat x.gz) or a device as --input is read once, as standard input is: no job, no resume.
+    streamed = "standard input" if args.input == "-" else stream_kind(args.input) if args.input else None
+    _refuse_unused_job_options(args, parser, streamed)
     fields = args.field.split(",") if args.field else None
     options = dict(model=args.model, mode=args.mode, device=args.device, batch_size=args.batch_size, num_threads=args.threads,
                    task_path=args.task_path, home=args.home, offline=args.offline)
     # A task option given on the command line goes to the task; one left out keeps the task's default.
     options.update({name: getattr(args, name) for name in task_flags if getattr(args, name) is not None})
-    stdin = args.input == "-"
 
-    if args.input and not stdin:
-        from .readers import check_path
-
+    if args.input and not streamed:
         check_path(args.input)  # before a model is loaded
-    if args.input and args.output and not stdin:
-        from .jobs import sigterm_stops_the_job
+    job = bool(args.input and args.output and not streamed)
+    target = None
+    if args.output and not job:
+        from .checkpoint import output_target
 
-        # From before Paddle is imported: SIGTERM stops the job with a message, never in Paddle's handler.
-        with sigterm_stops_the_job(own_process=True):
-            from .pipeline import Taskflow
+        target = output_target(args.output)
+        if streamed and args.input != "-" and not target.direct:
+            print(f"taskflow: warning: --input {args.input} is {streamed}: it is read as a stream, with no "
+                  f"checkpoint; {args.output} is written when it ends, and a run that stops cannot be resumed",
+                  file=sys.stderr)
+    from .signals import RESUME_HINT, sigterm_stops_the_job
 
-            return _run_job(Taskflow(args.task, **options), args, fields)
-    from .pipeline import Taskflow
+    # From before Paddle is imported, on every path: SIGTERM or SIGHUP stops the run with one message
+    # saying what it leaves, never in Paddle's handler (whose dump would land among the results).
+    with sigterm_stops_the_job(own_process=True, left=RESUME_HINT if job else _what_a_stop_leaves(args, target)):
+        from .pipeline import Taskflow
 
-    flow = Taskflow(args.task, **options)
-    if args.texts:
-        _write_jsonl(flow(_group_texts(args.texts, flow.task.input_fields, parser)), args.output)
-        return 0
-    return _stream(flow, args, fields)
+        flow = Taskflow(args.task, **options)
+        if job:
+            return _run_job(flow, args, fields)
+        if args.texts:
+            _write_jsonl(flow(_group_texts(args.texts, flow.task.input_fields, parser)), target)
+            return 0
+        return _stream(flow, args, fields, target)
+
+
+def _what_a_stop_leaves(args: argparse.Namespace, target) -> str:
+    """What a run that is not a job leaves when it is stopped (SIGTERM, SIGHUP, Ctrl-C)."""
+    if target is None:
+        return "the results before it were written to standard output, each a whole line"
+    if target.direct:
+        return f"the results before it were written to {args.output}"
+    return f"{args.output} was not written (it is written whole, when the run ends)"
 
 
 def _stdin_is_piped() -> bool:
@@ -188,22 +207,23 @@ def _stdin_is_piped() -> bool:
         return False
 
 
-def _stream(flow, args: argparse.Namespace, fields) -> int:
-    """A file or standard input, record by record, to stdout or to ``--output`` (written whole or not at
-    all).  Nothing to rename or resume, so a bad record stops it (see _refuse_unused_job_options).
-    Results go out as soon as no more input is waiting, so a pipe fed a line at a time gets its answer
-    to each line before the next arrives."""
+def _stream(flow, args: argparse.Namespace, fields, target=None) -> int:
+    """A file, standard input or a FIFO, record by record, to stdout or to ``--output`` (``target``:
+    a file written whole or not at all; a device or a FIFO, as results come).  Nothing to rename or
+    resume, so a bad record stops it (see _refuse_unused_job_options).  Results go out as soon as no
+    more input is waiting, so a pipe fed a line at a time gets its answer to each line before the next
+    arrives."""
     from .jobs import process_chunk, result_line
     from .readers import InputFile
 
     stdin = args.input == "-"
     source = "<stdin>" if stdin else args.input
-    pipe = _Pipe.of_stdin() if stdin else None
     records = 0
     try:
-        with InputFile(source, fields or flow.task.input_fields, encoding=args.encoding,
-                       carry=args.id_field.split(",") if args.id_field else None,
-                       max_record_bytes=args.max_record_bytes, stream=pipe) as reader, _output(args.output) as out:
+        with _input_stream(args.input) as pipe, InputFile(
+                source, fields or flow.task.input_fields, encoding=args.encoding,
+                carry=args.id_field.split(",") if args.id_field else None,
+                max_record_bytes=args.max_record_bytes, stream=pipe) as reader, _output(target) as out:
             for chunk in _arrivals(reader, 1024, pipe.ready if pipe else None):
                 lines, error = [], None
                 for record, result, error in process_chunk(flow.task, chunk, source):
@@ -214,12 +234,11 @@ def _stream(flow, args: argparse.Namespace, fields) -> int:
                     lines.append(line.decode("utf-8"))
                 # Every result before a bad record goes out, in order, then the run stops at it.
                 records += len(lines)
-                out.write("".join(lines))
-                out.flush()
+                _emit(out, "".join(lines), target)
                 if error is not None:
                     raise InvalidInputError(error)
     except KeyboardInterrupt:
-        print("taskflow: interrupted" + (f"; {args.output} was not written" if args.output else ""), file=sys.stderr)
+        print("taskflow: interrupted" + (f"; {_what_a_stop_leaves(args, target)}" if target else ""), file=sys.stderr)
         return 130
     except BrokenPipeError:   # `taskflow ... | head`: the reader has all it wants
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -321,28 +340,101 @@ class _Buffered:
 
 
 @contextlib.contextmanager
-def _output(path: str | None):
-    """Stdout, or a new file that replaces ``path`` only once everything was written."""
-    if path is None:
+def _input_stream(path: str | None):
+    """What :class:`~taskflow.readers.InputFile` reads an input given as a stream from: standard input
+    (``-``), or a FIFO or device opened here (opening a FIFO waits for its writer); None for a file."""
+    if path == "-":
+        yield _Pipe.of_stdin()
+        return
+    from .readers import stream_kind
+
+    if path is None or stream_kind(path) is None:
+        yield None
+        return
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read --input {path}: {exc.strerror or exc}") from None
+    try:
+        yield _Pipe(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+@contextlib.contextmanager
+def _output(output):
+    """Stdout (None); for a device, a FIFO or a descriptor (``output_target`` says which), the target
+    itself, written as results come; else a new file that replaces the target (the file a link points
+    to) only once everything was written.  Write to it with :func:`_emit`."""
+    if output is None:
         yield sys.stdout
         return
-    target = Path(path)
+    from .checkpoint import open_direct
+    from .errors import OutputWriteError
+
+    if output.direct:
+        descriptor = open_direct(output)
+        try:
+            yield _DirectOutput(descriptor, output)
+        finally:
+            os.close(descriptor)
+        return
+    target = output.path
     if target.is_dir():
-        raise InvalidInputError(f"--output {path} is a directory; name a file, e.g. {target / 'out.jsonl'}")
+        raise InvalidInputError(f"--output {target} is a directory; name a file, e.g. {target / 'out.jsonl'}")
     import uuid
 
     target.parent.mkdir(parents=True, exist_ok=True)   # as a job's --output does
     temporary = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     # A new file of our own (never through a symlink planted at the name), with the usual permissions.
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    out = open(descriptor, "w", encoding="utf-8")
     try:
-        with open(descriptor, "w", encoding="utf-8") as out:
-            yield out
+        yield out
+        try:
             out.flush()
             os.fsync(out.fileno())
+            out.close()
+        except OSError as exc:
+            raise OutputWriteError(f"cannot write {target}: {exc.strerror or exc}; it was not written") from None
         os.replace(temporary, target)
     finally:
+        with contextlib.suppress(OSError):   # what a failed write left in the buffer goes with the file
+            out.close()
         temporary.unlink(missing_ok=True)
+
+
+class _DirectOutput:
+    """A device, a FIFO or a descriptor as :func:`_output` yields it: each write goes out whole, at once."""
+
+    def __init__(self, descriptor: int, target):
+        self._descriptor, self._target = descriptor, target
+
+    def write(self, text: str) -> None:
+        from .checkpoint import write_all
+
+        write_all(self._descriptor, text.encode("utf-8"), self._target.path)
+
+    def flush(self) -> None:
+        pass
+
+
+def _emit(out, text: str, output) -> None:
+    """Write ``text`` (whole lines) to ``out`` and flush it; a stop signal meanwhile is acted on just after.
+    A target that cannot take it (a full disk, /dev/full) is one clear error; a closed pipe ends the run
+    quietly (see main)."""
+    from .errors import OutputWriteError
+    from .signals import stop_deferred
+
+    try:
+        with stop_deferred():
+            out.write(text)
+            out.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        name = "standard output" if output is None else f"{output.path}" + (f" ({output.direct})" if output.direct else "")
+        raise OutputWriteError(f"cannot write {name}: {exc.strerror or exc}") from None
 
 
 def _run_job(flow, args: argparse.Namespace, fields) -> int:
@@ -359,7 +451,12 @@ def _run_job(flow, args: argparse.Namespace, fields) -> int:
             shutdown_timeout=min(10.0, args.worker_timeout), backend=args.backend, address=args.address,
         )
     except KeyboardInterrupt:
-        print("taskflow: interrupted; what was done is saved: rerun with --resume to continue", file=sys.stderr)
+        from .checkpoint import output_target
+
+        direct = output_target(args.output).direct
+        print("taskflow: interrupted; " + (f"the results before it were written to {args.output} ({direct}); run the "
+                                           "job again" if direct else "what was done is saved: rerun with --resume to "
+                                           "continue"), file=sys.stderr)
         return 130
     # Skipped records and worker failures were said by the job's log (see _say_warnings), even with --quiet.
     if not (summary.read or summary.resumed_from or summary.messages):
@@ -372,15 +469,13 @@ def _run_job(flow, args: argparse.Namespace, fields) -> int:
 
 def _add_task_options(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
     """A flag for every option of the task named in ``argv`` (and of its modes' classes), made from
-    the task's own ``__init__`` signature and docstrings: one source of truth, so a new task option
+    the options the task declares (``Task.declared``): one source of truth, so a new task option
     needs no CLI code.  An option only another mode has says so.  Returns the option names."""
-    import inspect
-
     from .errors import TaskflowError
     from .pipeline import mode_classes
     from .registry import get_task_class
 
-    task = next((a for a in argv if not a.startswith("-")), None)
+    task = _task_argument(parser, argv)
     try:
         registered = get_task_class(task) if task else None
     except TaskflowError:
@@ -392,33 +487,47 @@ def _add_task_options(parser: argparse.ArgumentParser, argv: list[str]) -> list[
     group = parser.add_argument_group(f"{registered.name} options")
     added: list[str] = []
     for cls in dict.fromkeys([registered, *modes.values()]):
-        helps = _class_option_help(cls)
-        annotations = {}
-        for klass in cls.__mro__:
-            if "__init__" in vars(klass):
-                for param in inspect.signature(klass.__init__).parameters.values():
-                    annotations.setdefault(param.name, str(param.annotation))
-        for name, default in cls.option_defaults().items():
-            if name in added or f"--{name.replace('_', '-')}" in parser._option_string_actions:
+        for name, option in cls.declared_options().items():
+            flag = f"--{name.replace('_', '-')}"
+            if name in added or flag in parser._option_string_actions:
                 continue
             added.append(name)
-            flag, kind = f"--{name.replace('_', '-')}", annotations.get(name, "")
             only = [mode for mode, klass in modes.items() if name in klass.option_names()]
-            text = (_plain(helps.get(name, f"see the {registered.name} task's README"))
-                    + (f" (default: {default!r})" if default is not None else "")
+            text = (_plain(option.help)
+                    + (f" (default: {option.default!r})" if option.default is not None else "")
                     + (f" [--mode {only[0]} only]" if name not in registered.option_names() and only else ""))
-            if isinstance(default, bool) or "bool" in kind:
+            if option.kind == "bool":
                 group.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=text)
-            elif isinstance(default, int) or kind.startswith("int"):
+            elif option.kind == "int":
                 group.add_argument(flag, dest=name, type=int, default=None, help=text)
-            elif isinstance(default, float) or kind.startswith("float"):
+            elif option.kind == "float":
                 group.add_argument(flag, dest=name, type=float, default=None, help=text)
-            elif "Iterable" in kind or "list" in kind or "Sequence" in kind:
+            elif option.kind == "list":
                 group.add_argument(flag, dest=name, type=lambda v: [x.strip() for x in v.split(",") if x.strip()],
                                    default=None, help=text + " (comma-separated)")
             else:   # a path or a name: user_dict, term_tree, user_dict_format...
                 group.add_argument(flag, dest=name, default=None, help=text)
     return added
+
+
+def _task_argument(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
+    """The task ``argv`` names: its first positional argument, past the values of the options that come
+    before it (``taskflow --mode fast ner ...``: not "fast"), as argparse will read them."""
+    takes_value = {flag: action.nargs != 0 for action in parser._actions for flag in action.option_strings}
+    args = iter(argv)
+    for arg in args:
+        if arg == "--":
+            return next(args, None)
+        if not arg.startswith("-"):
+            return arg
+        if arg == "-" or "=" in arg:
+            continue
+        # argparse takes a unique prefix of a long option (--mod for --mode) as that option.
+        known = [arg] if arg in takes_value else [flag for flag in takes_value
+                                                   if arg.startswith("--") and flag.startswith(arg)]
+        if len(known) == 1 and takes_value[known[0]]:
+            next(args, None)
+    return None
 
 
 def _plain(doc: str) -> str:
@@ -428,49 +537,20 @@ def _plain(doc: str) -> str:
     return re.sub(r":\w+:`~?\.?([^`]*)`", r"\1", doc).replace("``", "")
 
 
-def _class_option_help(cls) -> dict[str, str]:
-    """``{option: its text}`` from the ``Options:`` sections of a task class's docstring, of the
-    classes it builds on (lexical_analysis documents ner's user_dict), and of their modules."""
-    import inspect
-
-    helps: dict[str, str] = {}
-    for klass in cls.__mro__:
-        module = sys.modules.get(klass.__module__)
-        for doc in (klass.__dict__.get("__doc__"), getattr(module, "__doc__", None)):
-            for name, text in _option_help(inspect.cleandoc(doc or "")).items():
-                helps.setdefault(name, text)
-    return helps
-
-
-def _option_help(doc: str) -> dict[str, str]:
-    """``{option: its text}`` from an ``Options:`` section of a task's docstring."""
-    helps, current = {}, None
-    lines = doc.split("Options", 1)[1].splitlines()[1:] if "Options" in doc else []
-    for line in lines:
-        stripped = line.strip()
-        if not stripped:
-            if helps:
-                break
-            continue
-        name, colon, text = stripped.partition(":")
-        if colon and name.isidentifier() and line.startswith("    ") and not line.startswith("        "):
-            current = name
-            helps[name] = text.strip()
-        elif current:
-            helps[current] += " " + stripped
-    return helps
-
-
-def _refuse_unused_job_options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    """Options that only a job into --output FILE honours are refused elsewhere, never silently ignored."""
+def _refuse_unused_job_options(args: argparse.Namespace, parser: argparse.ArgumentParser,
+                               streamed: str | None = None) -> None:
+    """Options that only a job into --output FILE honours are refused elsewhere, never silently ignored.
+    ``streamed`` says what the input is when it is read as a stream (standard input, a FIFO)."""
     job_only = [flag for flag, used in (("--workers", args.workers != 1), ("--resume", args.resume),
                                         ("--on-error", args.on_error != "raise"), ("--errors", args.errors is not None),
                                         ("--worker-timeout", args.worker_timeout != 600.0),
                                         ("--backend ray", args.backend == "ray")) if used]
-    if job_only and not (args.input and args.input != "-" and args.output):
+    if job_only and not (args.input and not streamed and args.output):
+        why = (f"; --input {args.input} is {streamed}, read once as a stream, with no checkpoint (copy it to a "
+               "file to run a job on it)" if streamed and args.input != "-" else "")
         parser.error(f"{', '.join(job_only)} {'needs' if len(job_only) == 1 else 'need'} --input FILE and --output FILE "
                      "(a job with a checkpoint and an errors file); streaming to stdout, or from stdin, stops at the "
-                     "first bad record")
+                     f"first bad record{why}")
     if args.address and args.backend != "ray":
         parser.error("--address names a Ray cluster: give --backend ray with it")
     input_only = [flag for flag, used in (("--encoding", args.encoding != "utf-8"), ("--field", args.field),
@@ -480,7 +560,8 @@ def _refuse_unused_job_options(args: argparse.Namespace, parser: argparse.Argume
         parser.error(f"{', '.join(input_only)} apply to --input FILE")
     from .readers import FORMATS
 
-    if args.field and (args.input == "-" or FORMATS.get(Path(args.input).suffix.lower()) == "txt"):
+    suffix = Path(args.input).suffix.lower() if args.field else ""
+    if args.field and (args.input == "-" or FORMATS.get(suffix) == "txt" or (streamed and not suffix)):
         parser.error("--field names columns (keys) of a .jsonl, .csv or .tsv input; a .txt line is the text "
                      "itself (for a pair task, its texts tab-separated)")
 
@@ -495,7 +576,9 @@ def _group_texts(texts: list[str], fields, parser: argparse.ArgumentParser) -> l
     return [dict(zip(fields, texts[i:i + len(fields)])) for i in range(0, len(texts), len(fields))]
 
 
-def _write_jsonl(results, output: str | None) -> None:
+def _write_jsonl(results, output) -> None:
+    """The results as JSON lines, to stdout (``output`` None) or to ``output`` (an ``output_target``)."""
+
     lines = []
     for number, result in enumerate(results):
         try:
@@ -503,13 +586,8 @@ def _write_jsonl(results, output: str | None) -> None:
         except ValueError:   # strict JSON only: no NaN or Infinity where no parser reads them
             raise InvalidInputError(f"text #{number}: the result holds a number JSON cannot hold (NaN or "
                                     "infinity); it cannot be written as JSON", number) from None
-    text = "".join(lines)
-    if output:
-        from .packages import atomic_write_text
-
-        atomic_write_text(output, text)
-    else:
-        sys.stdout.write(text)
+    with _output(output) as out:
+        _emit(out, "".join(lines), output)
 
 
 def _cmd_list(argv: list[str]) -> int:
@@ -567,6 +645,18 @@ def _cmd_pack(argv: list[str]) -> int:
 
     print(pack(args.package_dir, args.dest))
     return 0
+
+
+def _cmd_serve(argv: list[str]) -> int:
+    try:
+        from .server import main as serve
+    except ImportError as exc:
+        if exc.name not in ("fastapi", "uvicorn", "prometheus_client", "pydantic", "starlette"):
+            raise
+        print(f"taskflow: error: taskflow serve needs the serve extra ({exc.name} is not installed): "
+              "pip install 'taskflow-nlp[serve]'", file=sys.stderr)
+        return 2
+    return serve(argv)
 
 
 def _cmd_train(argv: list[str]) -> int:

@@ -39,6 +39,7 @@ __all__ = [
     "InputChangedError",
     "OutputWriteError",
     "TrainingDataError",
+    "ServerError",
 ]
 
 
@@ -231,6 +232,15 @@ class TrainingDataError(TaskflowError, ValueError):
         super().__init__(message)
         self.source = source
         self.line = line
+
+
+class ServerError(TaskflowError, ConnectionError):
+    """A served task (``taskflow serve``) did not answer, or answered with an error that is not
+    one of taskflow's own; ``status`` is the HTTP status, ``None`` when nothing answered."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
 
 
 class CommandParser(argparse.ArgumentParser):

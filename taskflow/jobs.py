@@ -16,7 +16,10 @@ Output is written to ``<output>.partial`` and renamed into place when the job
 ends; after every chunk a checkpoint records how far it got and what made the
 output (:func:`job_identity`), so ``resume=True`` continues an interrupted job
 exactly where it stopped, byte for byte, and refuses to continue one that
-another task, model, option or input made.
+another task, model, option or input made.  An output that is a character device,
+a FIFO or a descriptor (``/dev/null``, ``/dev/stdout``) is written directly instead,
+as chunks are done, with no side files and no resume (:class:`~taskflow.checkpoint.DirectFiles`);
+through a symbolic link, the file it points to is written.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .checkpoint import SIDE_SUFFIXES, JobFiles
+from .checkpoint import SIDE_SUFFIXES, DirectFiles, JobFiles, OutputTarget, output_target
 from .errors import InvalidInputError, JobError, OptionError, ResumeMismatchError
 from .readers import DEFAULT_MAX_RECORD_BYTES, InputFile, Record, count_lines, count_records, error_record, output_record
 from .signals import sigterm_stops_the_job
@@ -192,6 +195,7 @@ def run_file(
                        chunk_size=chunk_size, chunk_timeout=chunk_timeout, startup_timeout=startup_timeout,
                        shutdown_timeout=shutdown_timeout, backend=backend, address=address)
     input_path, output_path = Path(input_path), Path(output_path)
+    errors_given = bool(errors_path)
     errors_path = Path(errors_path) if errors_path else output_path.with_name(output_path.name + ".errors.jsonl")
     fields_given, fields = fields is not None, tuple(fields or task.input_fields)
     id_fields = None if id_fields is None else tuple(id_fields)
@@ -207,6 +211,22 @@ def run_file(
             raise InvalidInputError(f"--output {output_path} is the input file; choose another path")
         if output_path.is_dir():
             raise InvalidInputError(f"--output {output_path} is a directory; name a file, e.g. {output_path / 'out.jsonl'}")
+        pool_options = dict(backend=backend, address=address, spec=worker_spec, workers=workers, source=str(input_path),
+                            chunk_timeout=chunk_timeout, startup_timeout=startup_timeout,
+                            shutdown_timeout=shutdown_timeout, call_site=call_site)
+        target = output_target(output_path)
+        if target.direct:
+            _run_direct(task, source, summary, target, errors_path, errors_given, resume, chunk_size=chunk_size,
+                        on_error=on_error, progress=progress, pool_options=pool_options)
+            return _said(summary)
+        errors_target = output_target(errors_path, "--errors")
+        if errors_target.direct:
+            raise InvalidInputError(
+                f"--errors {errors_path} is {errors_target.direct}: a job's errors file is checkpointed with its "
+                "output, to resume, so it must be a regular file; name one (or write the output to a device too: "
+                "with --output /dev/null, --errors /dev/null is taken)")
+        # Through a symbolic link, the file it points to is the output (its side files sit beside that file).
+        output_path = target.path
         _refuse_errors_among_own_files(input_path, output_path, errors_path)
         _refuse_working_file_names(output_path, errors_path)
         identity = job_identity(task, worker_spec, source)
@@ -222,13 +242,13 @@ def run_file(
                     _say_progress_dropped(output_path)
                 # From the first checkpoint on, SIGTERM stops the job cleanly (a stop inside finish() is finished by resume).
                 _run_with_checkpoints(task, source, summary, output_path, errors_path, identity, resume, chunk_size=chunk_size,
-                                      on_error=on_error, progress=progress, pool_options=dict(
-                                          backend=backend, address=address, spec=worker_spec, workers=workers,
-                                          source=str(input_path), chunk_timeout=chunk_timeout,
-                                          startup_timeout=startup_timeout, shutdown_timeout=shutdown_timeout,
-                                          call_site=call_site))
+                                      on_error=on_error, progress=progress, pool_options=pool_options)
     finally:
         source.close()
+    return _said(summary)
+
+
+def _said(summary: JobSummary) -> JobSummary:
     for message in summary.messages:
         logger.warning(message)
     return summary
@@ -278,6 +298,43 @@ def _run_with_checkpoints(task, source: InputFile, summary: JobSummary, output_p
                 summary.messages.append(summary.skipped_message(errors_path))
         finally:
             files.close()
+
+
+def _run_direct(task, source: InputFile, summary: JobSummary, target: OutputTarget, errors_path: Path,
+                errors_given: bool, resume: bool, **options) -> None:
+    """A job into a character device, a FIFO or a descriptor (:class:`DirectFiles`): no checkpoint,
+    so no resume; said as it starts, since a stop loses what a checkpoint would have kept."""
+    path = target.path
+    if resume:
+        raise InvalidInputError(f"--output {path} is {target.direct}: a job writes into it directly, as results come, "
+                                "and keeps no checkpoint, so it cannot be resumed; run without --resume, or name a "
+                                "regular file as --output")
+    errors = None
+    if options["on_error"] == "skip":
+        if not errors_given:
+            raise InvalidInputError(
+                f"--on-error skip with --output {path} ({target.direct}) needs --errors FILE (errors_path=): the "
+                f"default, {errors_path}, would sit beside it; name a file, or /dev/null to drop the bad records")
+        errors = output_target(errors_path, "--errors")
+        if errors.path.is_dir():
+            raise InvalidInputError(f"--errors {errors_path} is a directory; name a file")
+        if not errors.direct and source.path is not None and _same_file(errors.path, source.path):
+            raise InvalidInputError(f"--errors {errors_path} is the input file; choose another path")
+    logger.warning("%s is %s: results are written into it directly, as they come, with no checkpoint; "
+                   "a job that stops cannot be resumed", path, target.direct)
+    files = None
+    # Opening a FIFO waits for its reader: a SIGTERM meanwhile stops the job cleanly too.
+    with sigterm_stops_the_job(left=f"the results before it were written to {path}; run the job again "
+                                    "(there is no checkpoint to resume from)"):
+        try:
+            files = DirectFiles(target, errors, source)
+            _run(task, source, files, summary, **options)
+            if files.finish():
+                summary.errors_file = str(errors.path)
+                summary.messages.append(summary.skipped_message(errors.path))
+        finally:
+            if files is not None:
+                files.close()
 
 
 def _finished_job_message(input_path: Path, output_path: Path, errors_path: Path) -> str:
@@ -431,9 +488,7 @@ def _write_outcomes(outcomes: list, files: JobFiles, summary: JobSummary, on_err
                 files.check_input(record.end, f"line {record.line} was read after that and failed: {reason}")
                 files.write(out_lines, [], files.done + len(out_lines), in_bytes)  # all before it were good
                 summary.processed += len(out_lines)
-                raise InvalidInputError(
-                    f"{error}. Fix the line and rerun with --resume (resume=True) to continue, or use --on-error skip"
-                )
+                raise InvalidInputError(f"{error}. Fix the line and {files.after_stop}, or use --on-error skip")
             err_lines.append(_error_line(error_record(record, error)))
             summary.skip_reasons[_LOCATION.sub("", str(error), count=1)] += 1
         in_bytes = record.end
@@ -446,18 +501,19 @@ def _check_accounting(source: InputFile, files: JobFiles, summary: JobSummary, u
     """Before the output goes into place: every record read is written or skipped, and every line was read."""
     if summary.read != summary.processed + summary.skipped or files.done != summary.resumed_from + summary.read:
         raise JobError(f"internal check failed: read {summary.read} record(s) but wrote {summary.processed} and "
-                       f"skipped {summary.skipped}; the output is left as {files.out_tmp}; please report this")
+                       f"skipped {summary.skipped}; the output is left as {files.out_tmp or files.output}; "
+                       "please report this")
     files.check_input(source.offset)
     size = source.path.stat().st_size
     if size != source.offset:
         if unterminated_at is not None:
             files.rewind(unterminated_at)  # that last line was read before it was complete: do it again
-        raise JobError(
-            f"{source.source} changed while the job read it ({source.offset:,} bytes read, it now has {size:,}); "
-            "the records read so far are saved: rerun with --resume (resume=True) to process the rest"
-        )
+        then = ("the records read so far are saved: rerun with --resume (resume=True) to process the rest"
+                if files.resumable else f"the job stopped: {files.after_stop}")
+        raise JobError(f"{source.source} changed while the job read it ({source.offset:,} bytes read, it now has "
+                       f"{size:,}); {then}")
     header = 1 if source.format in ("csv", "tsv") and source.lines else 0
     lines = count_lines(source.path, source.offset)
     if lines != source.lines or files.done != lines - header:
         raise JobError(f"internal check failed: {source.source} has {lines} line(s) but {files.done} record(s) were "
-                       f"accounted for; the output is left as {files.out_tmp}; please report this")
+                       f"accounted for; the output is left as {files.out_tmp or files.output}; please report this")

@@ -22,16 +22,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import importlib
 import inspect
 import json
 import os
 import threading
+import warnings
+import weakref
 from pathlib import Path
 from typing import Callable, Mapping, Sequence, TypeVar
 
-from .errors import ManifestError
-from .packages import MANIFEST, Manifest, ModelPackage, cache_dir, home_dir, inside, resolve
+from .errors import ChecksumError, ManifestError
+from .packages import MANIFEST, Manifest, ModelPackage, cache_dir, cache_link_problem, home_dir, inside, resolve
 from .predictor import InputSpec, Predictor, PredictorOptions, check_device, load_weights
 from .text import Normalizer
 
@@ -77,11 +78,33 @@ def network_class(type_name: str) -> type:
         raise ManifestError(
             f"unknown architecture type {type_name!r}; known types: {', '.join(sorted(_NETWORKS)) or 'none'}"
         )
+    from .registry import import_task_module
+
     module, _, attribute = _NETWORKS[type_name].partition(":")
-    return getattr(importlib.import_module(module), attribute)
+    return getattr(import_task_module(module), attribute)   # under the registry's lock, as task packages are
 
 
 # ------------------------------------------------------------------ models
+WEIGHTS = "weights.npz"
+
+# Predictors alive in this process, by what decides what they compute and how they run: the export
+# key (the whole manifest, pinned hashes included, the network's source and the feeds), the export
+# folder, the options (device, precision, threads, oneDNN...) and the feeds' spec.  A Taskflow built
+# again on the same package (a server building one per request, a loop in a notebook) shares the
+# predictor of one still alive instead of making another: each Paddle Inference predictor holds a
+# program, its weights and oneDNN's kernels (sentiment_analysis grew by 2.3 MB per construction
+# and first call, 200 of them, when each made its own).  A predictor is as safe shared
+# as owned: each thread runs its own clone (see Predictor), so two Taskflows on one predictor in two
+# threads never share Paddle's scratch tensors.  Weak values: it goes when the last model using it
+# goes.  Only packages verified on resolution get here, so a shared predictor never outlives a
+# package whose files changed: resolving that package again fails first.
+_SHARED_PREDICTORS: "weakref.WeakValueDictionary[tuple, Predictor]" = weakref.WeakValueDictionary()
+# Models alive in this process, likewise (Model.load hands out the one alive for the same package,
+# options, home and required models), so the vocabularies and tables a model reads once are read
+# once per process, not once per Taskflow (1.7 MB for each sentiment_analysis Taskflow kept alive).
+# A model holds nothing a caller changes: what differs per Taskflow lives in its task.
+_SHARED_MODELS: "weakref.WeakValueDictionary[tuple, Model]" = weakref.WeakValueDictionary()
+_SHARED_LOCK = threading.Lock()
 
 class Model:
     """A resolved model package with its network, predictor and required models; the manifest
@@ -144,7 +167,15 @@ class Model:
                 required_task, _, required_name = ref.rpartition("/")
                 requires[role] = cls._load(required_task, required_name, task_path=None, home=home, offline=offline,
                                            options=options, progress=progress, chain=(*chain, key))
-        return cls(package, options=options, home=home, requires=requires)
+        # The same package, options, home and required models as a model still alive: that model
+        # (see _SHARED_MODELS); the ids of the required models are theirs while it holds them.
+        shared = (cls, str(package.directory), package.source, package.manifest.digest(), options,
+                  str(home_dir(home)), tuple((role, id(model)) for role, model in sorted(requires.items())))
+        with _SHARED_LOCK:
+            model = _SHARED_MODELS.get(shared)
+            if model is None:
+                model = _SHARED_MODELS[shared] = cls(package, options=options, home=home, requires=requires)
+        return model
 
     # ------------------------------------------------------------ package
     task = property(lambda self: self.manifest.task)
@@ -265,12 +296,34 @@ class Model:
         return network_class(self.network_type)
 
     def build_network(self):
-        """The network with the package's ``weights.npz`` loaded, in eval mode."""
+        """The network with the package's ``weights.npz`` loaded, in eval mode (from the bytes
+        :meth:`weights_bytes` read and checked)."""
         arguments = {k: v for k, v in dict(self.manifest["architecture"]).items() if k != "type"}
         network = self.network_class()(**arguments)
-        load_weights(network, self.path("weights.npz"))
+        load_weights(network, self.path(WEIGHTS), self.weights_bytes())
         network.eval()
         return network
+
+    def weights_bytes(self) -> bytes:
+        """The bytes of ``weights.npz``, read once and hashed as read: they are what the network is
+        built from, so only bytes with the sha256 the manifest pins are ever built into a network or
+        a static export.  The package was verified when it was resolved, but the weights are read
+        later (at the first call, when the export is made): a file written again meanwhile (a
+        `taskflow train --out` into a package a server holds) is refused here, not run, and never
+        exported under the verified package's name."""
+        path = self.path(WEIGHTS)
+        data = path.read_bytes()
+        actual, pinned = hashlib.sha256(data).hexdigest(), self.manifest.files[WEIGHTS]["sha256"]
+        if actual != pinned:
+            fix = {"task_path": "build the Taskflow again once the package is written in full (a training "
+                                "that writes it must finish first), or train or copy it again",
+                   "bundled": "reinstall taskflow (pip install --force-reinstall taskflow-nlp)"}.get(
+                self.source, f"delete it and build the Taskflow again to fetch it (`taskflow download {self.task} "
+                             f"--model {self.name}`)")
+            raise ChecksumError(f"{path} has sha256 {actual}, but the manifest of {self.task}/{self.name} pins "
+                                f"{pinned}: the file changed after the package was verified, and nothing was built "
+                                f"from it; {fix}")
+        return data
 
     def weights_key(self) -> str:
         """Identifies the whole manifest (the files' sha256s, the architecture's arguments, every
@@ -296,9 +349,16 @@ class Model:
                 # bound TensorRT's plans, so specs that differ in size alone share one export.
                 feeds = repr([(s.name, s.dtype, len(s.max_shape)) for s in spec]).encode()
                 export_key = hashlib.sha256(self.weights_key().encode() + feeds).hexdigest()
-                predictor = self._predictors[spec] = Predictor(
-                    self.build_network, inputs=spec, export_dir=self.export_dir(), weights_key=export_key,
-                    options=self.predictor_options())
+                options, export_dir = self.predictor_options(), self.export_dir()
+                shared = (export_key, str(export_dir), options, spec)
+                with _SHARED_LOCK:
+                    predictor = _SHARED_PREDICTORS.get(shared)
+                if predictor is None:
+                    made = Predictor(self.build_network, inputs=spec, export_dir=export_dir, weights_key=export_key,
+                                     options=options, built_from={WEIGHTS: self.manifest.files[WEIGHTS]["sha256"]})
+                    with _SHARED_LOCK:   # two threads may have made one each: both then use the first kept
+                        predictor = _SHARED_PREDICTORS.setdefault(shared, made)
+                self._predictors[spec] = predictor
             return predictor
 
     def predictor_options(self) -> PredictorOptions:
@@ -316,10 +376,22 @@ class Model:
         package's manifest (a foreign package must not place a program where a pinned model would
         find it).  Exports in either are named by :meth:`weights_key` and checked before reuse; when
         the folder cannot be written and holds no valid export, the predictor exports to a private
-        temporary folder instead (see :class:`taskflow.predictor.Predictor`)."""
+        temporary folder instead (see :class:`taskflow.predictor.Predictor`), as it does when a link
+        on the way was made by another user (:func:`taskflow.packages.cache_link_problem`)."""
         if self.source == "task_path":
-            return home_dir(self.home) / "taskflow" / ".exports"
-        return cache_dir(self.task, self.name, self.version, self.home) / "static"
+            folder = home_dir(self.home) / "taskflow" / ".exports"
+        else:
+            folder = cache_dir(self.task, self.name, self.version, self.home) / "static"
+        problem = cache_link_problem(folder, self.home)
+        if problem:
+            from .predictor import _private_export_root
+
+            fallback = _private_export_root()
+            warnings.warn(f"not writing the static-graph export under {folder}: {problem}; using {fallback} instead. "
+                          "Remove the link or make it yourself, or set PPNLP_HOME (home=) to a folder of your own",
+                          RuntimeWarning, stacklevel=4)
+            return fallback
+        return folder
 
     def __repr__(self) -> str:
         return f"Model({self.task}/{self.name} {self.version}, source={self.source!r})"

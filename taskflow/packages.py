@@ -27,6 +27,7 @@ import math
 import os
 import re
 import shutil
+import stat
 import time
 import uuid
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ from .errors import (
     TaskflowError,
     UnknownModelError,
 )
+from .schema import check_fields
 
 __all__ = [
     "Manifest",
@@ -73,6 +75,9 @@ logger = logging.getLogger("taskflow")
 # files), which a package must not be able to overwrite or fake, and hidden files are where tools
 # keep their settings (.bashrc, .ssh): no model needs one.  That also rules out "." and "..".
 _NOT_IN_NAMES = re.compile(r"[/\\:\x00-\x1f\x7f]")
+# Direction controls (U+202A-U+202E, U+2066-U+2069, the marks U+200E, U+200F, U+061C) make a name
+# show as another one in a listing, a log or a URL ("model\u202egpj.exe" shows as "modelexe.jpg").
+_DIRECTION_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
 _MAX_NAME_BYTES = 200   # leaves room for a temporary name's suffix within the usual 255-byte limit
 _RESERVED_FILES = (MANIFEST, "static")   # the manifest itself; the static-export folder in a cached package
 
@@ -87,6 +92,10 @@ def name_problem(value: Any) -> str | None:
         return "must not start with '.' (such names are taskflow's own bookkeeping, or hidden files)"
     if _NOT_IN_NAMES.search(value):
         return "must not hold '/', '\\', ':' or control characters (it names one folder or file)"
+    control = _DIRECTION_CONTROLS.search(value)
+    if control:
+        return (f"must not hold text-direction controls (U+{ord(control.group()):04X} at {control.start()}), "
+                "which make a name read as another one")
     if len(value.encode("utf-8")) > _MAX_NAME_BYTES:
         return f"must be at most {_MAX_NAME_BYTES} bytes in UTF-8"
     return None
@@ -315,6 +324,7 @@ class Manifest:
             if len(parts) != 2 or any(name_problem(p) for p in parts[1:] + ([] if parts[0] == "." else parts[:1])):
                 raise ManifestError(f"{source}: requires {role!r} is {ref!r}; expected 'task/model' (a model taskflow "
                                     "ships) or './folder' (a package inside this one)")
+        check_fields(data, source)     # an unknown or misspelt field is refused, not silently ignored
         return cls(dict(data))
 
     @classmethod
@@ -517,11 +527,55 @@ def pinned_manifest(task: str, model: str) -> Manifest:
 
 
 def cache_dir(task: str, model: str, version: str, home: str | os.PathLike | None = None) -> Path:
-    """``$PPNLP_HOME/taskflow/<task>/<model>/<version>``."""
+    """``$PPNLP_HOME/taskflow/<task>/<model>/<version>``, each of the three names checked to be one
+    plain folder name (:func:`safe_name`), so no name can lead the path out of the cache.
+
+    Symlinks on the way are followed (a task's folder moved to another disk behind a link): reading
+    through them is safe, since every file read is checked against the sha256 its manifest pins,
+    wherever it lies.  Before anything is written there, :func:`cache_link_problem` checks who
+    made them."""
     root = home_dir(home) / "taskflow"
     for field, value in (("task", task), ("model", model), ("version", version)):
         safe_name(value, field, "cache")
-    return inside(root, root / task / model / version, "cache folder")
+    return root / task / model / version
+
+
+def cache_link_problem(folder: str | os.PathLike, home: str | os.PathLike | None = None) -> str | None:
+    """Why a write into ``folder`` (under ``$PPNLP_HOME/taskflow``) could go where someone else
+    chose, or None where it cannot.
+
+    What is checked: each part of the path below ``$PPNLP_HOME/taskflow`` that is a symlink must
+    be owned by this user or by root, i.e. made by you (a task's or model's folder moved to another
+    disk behind a link is written through), not planted by another user in a cache you share with
+    them.  ``$PPNLP_HOME`` and its ``taskflow`` folder may be links of any owner: you chose them by
+    setting the home.  Parts not made yet are not links.  Where there are no user ids (Windows),
+    nothing is checked."""
+    root, folder = home_dir(home) / "taskflow", Path(folder)
+    if not hasattr(os, "getuid"):
+        return None
+    try:
+        parts = folder.relative_to(root).parts
+    except ValueError:
+        return f"{folder} is not under the cache folder {root}"
+    path = root
+    for part in parts:
+        path = path / part
+        try:
+            info = os.lstat(path)
+        except OSError:     # not there yet: made by the write itself, as a folder
+            return None
+        if stat.S_ISLNK(info.st_mode) and info.st_uid not in (os.getuid(), 0):
+            return (f"{path} is a symlink owned by uid {info.st_uid}, not by you (uid {os.getuid()}) or root: "
+                    "in a cache shared with others, a link someone else made could send the write anywhere")
+    return None
+
+
+def _check_cache_links(folder: Path, home: str | os.PathLike | None) -> None:
+    """:func:`cache_link_problem` as a :class:`CacheWriteError` with the fix, before a write."""
+    problem = cache_link_problem(folder, home)
+    if problem:
+        raise CacheWriteError(f"refusing to write the model cache folder {folder}: {problem}. Remove the link or "
+                              "make it yourself (ln -s), or set PPNLP_HOME (home=, --home) to a folder of your own")
 
 
 def _check_home_is_a_folder(home: str | os.PathLike | None) -> None:
@@ -592,7 +646,9 @@ def _write_marker(marker: Path, stamp: dict) -> None:
         pass   # a read-only cache (copied from another machine): verified again by the next process
 
 
-def _verified_cache(directory: Path, manifest: Manifest) -> bool:
+def _verified_cache(directory: Path, manifest: Manifest, write: bool = True) -> bool:
+    """Whether the cached copy holds the manifest's bytes; ``write``: a marker may be written
+    there (see :func:`cache_link_problem`), so the next process trusts it without hashing."""
     if not _has_files(directory, manifest):
         return False
     marker = directory / _VERIFIED_MARKER
@@ -603,7 +659,8 @@ def _verified_cache(directory: Path, manifest: Manifest) -> bool:
         _verify_dir(directory, manifest)
     except ChecksumError:
         return False
-    _write_marker(marker, stamp)
+    if write:
+        _write_marker(marker, stamp)
     return True
 
 
@@ -611,11 +668,13 @@ def _verified_cache(directory: Path, manifest: Manifest) -> bool:
 _VERIFIED_BUNDLES: set[tuple[str, str]] = set()
 
 
-def _drop_damaged(cached: Path, manifest: Manifest) -> None:
+def _drop_damaged(cached: Path, manifest: Manifest, write: bool = True) -> None:
     """Delete the cached files whose bytes are not the pinned ones, saying so: the copy bundled or
-    fetched in their place is then what runs, and the damage is not hashed again in every process."""
+    fetched in their place is then what runs, and the damage is not hashed again in every process.
+    Not where nothing may be written (``write``, see :func:`cache_link_problem`): they are then
+    left, and never read."""
     damaged = [name for name, entry in manifest.files.items()
-               if (cached / name).is_file() and not _file_ok(cached / name, entry)]
+               if write and (cached / name).is_file() and not _file_ok(cached / name, entry)]
     if damaged:
         logger.warning("%s: %s did not match the manifest's sha256 (damaged on disk, or edited) and %s deleted; "
                        "the bundled copy runs where there is one, else it is downloaded again where downloads are on, "
@@ -625,7 +684,7 @@ def _drop_damaged(cached: Path, manifest: Manifest) -> None:
             (cached / name).unlink(missing_ok=True)
 
 
-def _verified_bundle(bundled: Path, manifest: Manifest, cached: Path) -> bool:
+def _verified_bundle(bundled: Path, manifest: Manifest, cached: Path, write: bool = True) -> bool:
     """Whether the bundled copy holds the manifest's bytes, hashed once: nothing else checks a
     wheel's files after install (pip checks RECORD only while installing, and not an edited
     checkout).  The result is remembered for the process, and in a marker in the package's cache
@@ -645,7 +704,7 @@ def _verified_bundle(bundled: Path, manifest: Manifest, cached: Path) -> bool:
         raise ChecksumError(f"the bundled package {bundled} is damaged: {str(exc).split(';')[0]}; "
                             "reinstall taskflow (pip install --force-reinstall taskflow-nlp)") from None
     _VERIFIED_BUNDLES.add(key)
-    if cached.is_dir():
+    if write and cached.is_dir():
         _write_marker(marker, stamp)
     return True
 
@@ -679,12 +738,15 @@ def resolve(
 
     manifest = pinned_manifest(task, model)
     cached = cache_dir(task, model, manifest.version, home)
-    if _verified_cache(cached, manifest):
+    # Read through any link (the files are checked by sha256); markers and deletions only where
+    # the links are the user's own.
+    writable = cache_link_problem(cached, home) is None
+    if _verified_cache(cached, manifest, writable):
         return ModelPackage(cached, manifest, "cache")
-    _drop_damaged(cached, manifest)
+    _drop_damaged(cached, manifest, writable)
 
     bundled = _bundled_root() / task / model
-    if _verified_bundle(bundled, manifest, cached):
+    if _verified_bundle(bundled, manifest, cached, writable):
         return ModelPackage(bundled, manifest, "bundled")
 
     # A damaged cached file was deleted above: it counts as missing, so it is fetched again.
@@ -706,6 +768,7 @@ def resolve(
         )
     home_path = home_dir(home)
     _check_home_is_a_folder(home)
+    _check_cache_links(cached, home)
     with _writing_cache(home_path):
         for name in missing:
             entry = manifest.files[name]
@@ -728,6 +791,7 @@ def copy_to_cache(package: ModelPackage, home: str | os.PathLike | None = None) 
     manifest = package.manifest
     cached = cache_dir(manifest.task, manifest.name, manifest.version, home)
     _check_home_is_a_folder(home)
+    _check_cache_links(cached, home)
     with _writing_cache(home_dir(home)):
         cached.mkdir(parents=True, exist_ok=True)
         for name in manifest.files:
@@ -937,6 +1001,7 @@ def write_package(
     out_dir = Path(out_dir)
     for name in files:   # before anything is copied: a name is where a file is written
         _check_file_name(name, str(out_dir))
+    check_fields(fields, str(out_dir))     # and before the package there is touched: a bad field changes nothing
     out_dir.mkdir(parents=True, exist_ok=True)
     # A package already there is replaced: its manifest goes first, so a write cut short leaves a
     # folder without a manifest (an error that says so), never an old manifest over new weights.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import functools
 import os
+import textwrap
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -13,6 +14,7 @@ from .errors import ModelNotFoundError, OptionError, UnknownModelError
 from .model import Model
 from .predictor import PredictorOptions
 from .registry import get_task_class, task_names
+from .runner import Runner, check_on_error
 from .packages import available_models, home_dir, is_offline, pinned_manifest
 
 __all__ = ["Taskflow", "PipelineSpec"]
@@ -132,7 +134,7 @@ class Taskflow:
             return cls.modes[mode]
         return picked or cls.default_model
 
-    def __call__(self, inputs: Any, *, on_error: str = "raise") -> Results:
+    def __call__(self, inputs: Any, *, on_error: str = "raise", **options: Any) -> Results:
         """Results for ``inputs`` (one item or a list of items): a list with one
         result per item, in input order (it renders as HTML in notebooks).  For
         word_segmentation and pos_tagging a single ``str`` gives its word list itself,
@@ -142,24 +144,28 @@ class Taskflow:
         (``on_error="raise"``, the default), or with ``on_error="skip"`` gets an error
         record in its place, ``{"error": message, "error_type": "InvalidInputError",
         "index": i}``, while every other item gets its result.
+
+        ``options`` are the task's call-time options (those that only change how outputs are
+        decoded, e.g. ``top_k``, ``return_all_scores``, ``entity_only``, ``threshold``): they
+        apply to this call alone; the others are fixed when the Taskflow is built.
         """
-        good, results = self._checked(self.task.as_items(inputs), 0, on_error)
-        done = self.task.run_items([item for _, item in good])
-        for (position, _), result in zip(good, done):
-            results[position] = result
+        task = self.task.for_call(options)
+        good, results = Runner(task).check(self.task.as_items(inputs), on_error=on_error)
+        Runner(task).run_checked(good, results)
         items = [item for _, item in good]
-        render = functools.partial(_render_with_errors, self.task, items=items, positions=[p for p, _ in good])
-        if isinstance(inputs, str) and self.task.single_text_unwrapped:
+        render = functools.partial(_render_with_errors, task, items=items, positions=[p for p, _ in good])
+        if isinstance(inputs, str) and task.single_text_unwrapped:
             return Results(results[0], render=lambda _: render(results))
         return Results(results, render=render)
 
-    def stream(self, items: Iterable[Any], *, chunk_size: int | None = None, on_error: str = "raise") -> Iterator[Any]:
+    def stream(self, items: Iterable[Any], *, chunk_size: int | None = None, on_error: str = "raise",
+               **options: Any) -> Iterator[Any]:
         """Results for any iterable of items, lazily and in order, a chunk at a time.
 
         A bad item raises a typed error whose index counts from the start of the stream,
-        or with ``on_error="skip"`` yields an error record in its place (see ``__call__``).
-        A file's lines keep their line ends, which are part of the text: strip them, as the
-        CLI does when it reads a file.
+        or with ``on_error="skip"`` yields an error record in its place (see ``__call__``,
+        which takes the same call-time ``options``).  A file's lines keep their line ends,
+        which are part of the text: strip them, as the CLI does when it reads a file.
 
         >>> with open("reviews.txt", encoding="utf-8") as lines:  # doctest: +SKIP
         ...     for result in Taskflow("sentiment_analysis").stream(line.rstrip("\\r\\n") for line in lines):
@@ -169,9 +175,10 @@ class Taskflow:
         from .task import MultiTextTask, int_option, shown
 
         # Checked here, not when the first result is asked for.
-        _check_on_error(on_error)
+        check_on_error(on_error)
         if chunk_size is not None:
             int_option("chunk_size", chunk_size, what=" (items per chunk)")
+        task = self.task.for_call(options)
         one_item = isinstance(items, (str, bytes, bytearray, Mapping)) or (
             isinstance(self.task, MultiTextTask) and self.task.is_one_item(items))
         if one_item or not isinstance(items, Iterable):
@@ -179,42 +186,7 @@ class Taskflow:
                 f"stream takes an iterable of items (a list, a generator, a file's lines); got "
                 f"{type(items).__name__} ({shown(items)})"
                 + (": for one item, call the Taskflow itself or pass [item]" if one_item else ""))
-        return self._stream(iter(items), chunk_size or max(64, self.task.batch_size * 8), on_error)
-
-    def _stream(self, items: Iterator[Any], chunk_size: int, on_error: str) -> Iterator[Any]:
-        chunk: list[Any] = []
-        offset = 0
-        for item in items:
-            chunk.append(item)
-            if len(chunk) == chunk_size:
-                yield from self._run_chunk(chunk, offset, on_error)
-                offset += len(chunk)
-                chunk = []
-        if chunk:
-            yield from self._run_chunk(chunk, offset, on_error)
-
-    def _run_chunk(self, chunk: list[Any], offset: int, on_error: str) -> list[Any]:
-        good, results = self._checked(chunk, offset, on_error)
-        for (position, _), result in zip(good, self.task.run_items([item for _, item in good])):
-            results[position] = result
-        return results
-
-    def _checked(self, items: list[Any], offset: int, on_error: str) -> tuple[list[tuple[int, Any]], list[Any]]:
-        """``([(position, checked item)], results)`` where ``results`` holds an error record at each
-        bad item's position (``on_error="skip"``) and ``None`` elsewhere, to be filled in."""
-        from .errors import InputTypeError, InvalidInputError
-
-        _check_on_error(on_error)
-        good: list[tuple[int, Any]] = []
-        results: list[Any] = [None] * len(items)
-        for position, item in enumerate(items):
-            try:
-                good.append((position, self.task.check_item(item, offset + position)))
-            except (InvalidInputError, InputTypeError) as exc:
-                if on_error == "raise":
-                    raise
-                results[position] = {"error": str(exc), "error_type": type(exc).__name__, "index": offset + position}
-        return good, results
+        return Runner(task).stream(iter(items), chunk_size or max(64, self.task.batch_size * 8), on_error=on_error)
 
     def predict_file(
         self,
@@ -284,8 +256,10 @@ class Taskflow:
         registered = get_task_class(cls.name)
         if registered.modes:
             lines.append("modes: " + ", ".join(f"{m} -> {ref}" for m, ref in registered.modes.items()))
-        lines += ["", "options (Taskflow(..., name=value)):"]
-        lines += [f"  {name} = {default!r}" for name, default in cls.option_defaults().items()]
+        lines += ["", "options (Taskflow(..., name=value); those marked [per call] also flow(items, name=value)):"]
+        for name, option in cls.declared_options().items():
+            lines.append(f"  {name} = {option.default!r}" + ("  [per call]" if option.per_call else ""))
+            lines += ["      " + line for line in textwrap.wrap(option.help.replace("``", ""), 88)]
         lines += ["  batch_size = " + repr(cls.default_batch_size), "  (and model, mode, device, precision, "
                   "num_threads, static, tensorrt, task_path, home, offline)", "", "input: " + _input_shape(cls)]
         example = _doctest_lines(doc)
@@ -437,17 +411,13 @@ def _doctest_lines(doc: str) -> list[str]:
     return lines
 
 
-def _check_on_error(on_error: Any) -> None:
-    if on_error not in ("raise", "skip"):
-        raise OptionError(f"on_error must be 'raise' or 'skip', got {on_error!r}", "on_error")
-
-
 def _render_with_errors(task, results: list, items: list, positions: list[int]) -> str:
     """The task's view of the good results, then the error records of skipped items."""
     from .display import html_table
 
     good = [results[p] for p in positions]
-    errors = [r for i, r in enumerate(results) if i not in set(positions)]
+    answered = set(positions)
+    errors = [r for i, r in enumerate(results) if i not in answered]
     page = task.render_html(good, items=items) if good else ""
     return page + (html_table(errors, ["index", "error_type", "error"]) if errors else "")
 

@@ -27,7 +27,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from .errors import DeviceError, ExportError, OptionError, PaddleNotInstalledError
+from .errors import DeviceError, ExportError, OptionError, PaddleNotInstalledError, TaskflowError
 from .packages import sha256_file
 
 __all__ = ["Device", "Precision", "InputSpec", "PredictorOptions", "Predictor", "import_paddle"]
@@ -96,7 +96,34 @@ def import_paddle():
         raise PaddleNotInstalledError(
             f"PaddlePaddle is installed but could not be imported: {exc}. Run again; if it persists, reinstall "
             "it (`pip install --force-reinstall paddlepaddle`, or paddlepaddle-gpu)") from exc
+    if not _SIGTERM_GIVEN_BACK:
+        _give_sigterm_back()
     return paddle
+
+
+_SIGTERM_GIVEN_BACK: list[bool] = []    # [True] once done in this process
+
+
+def _give_sigterm_back() -> None:
+    """Put back SIGTERM's handler as Python knows it (the default, or the caller's own), in place
+    of the C++ one Paddle installs behind Python's back when it is imported.
+
+    Paddle's handler prints a 25-line "FatalError" dump to stdout before the process dies, so a
+    process that is merely asked to end (a multiprocessing Pool ends its workers with SIGTERM at
+    every exit, a service manager stops a server) printed one per process.  Only SIGTERM is given
+    back: Paddle's dumps for real crashes (SIGSEGV, SIGABRT...) stay, and so does every handler
+    the caller set from Python.  Done once per process, at the first use of Paddle from the main
+    thread (whoever imported it: a spawned worker may import it with its main module); signal
+    handlers can be set from that thread only.  The CLI and the jobs set their own on top (see
+    :mod:`taskflow.signals`)."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
+        return
+    current = signal.getsignal(signal.SIGTERM)
+    if current is not None:     # None: set outside Python before Paddle came; not ours to change
+        signal.signal(signal.SIGTERM, current)
+    _SIGTERM_GIVEN_BACK.append(True)
 
 
 class Precision(str, Enum):
@@ -270,6 +297,24 @@ def paddle_device(device: Device):
         paddle.set_device(previous)
 
 
+@contextlib.contextmanager
+def dynamic_graph():
+    """Run a block in Paddle's dynamic-graph mode, whatever the thread.
+
+    The mode is per thread: Paddle turns it on in the thread that imports it, so in any other
+    (a web app that builds its pipelines lazily in request threads) a network cannot be built,
+    loaded or traced ("'numpy' only can be called by `paddle.Tensor` in dynamic graph mode").
+    Paddle's own guard gives such a thread a dynamic-graph tracer for the block and restores the
+    static mode after; a thread already in dynamic mode is left as it is."""
+    paddle = import_paddle()
+    if paddle.in_dynamic_mode():
+        yield
+        return
+    base = getattr(paddle, "base", None) or paddle.fluid     # paddle.base from 2.6 on
+    with base.dygraph.guard():
+        yield
+
+
 class _NativeStderr:
     """Holds what Paddle's C++ side writes to stderr (glog lines such as PIR's "not support input
     out tensor") during an export, so a default run prints results and nothing else; the text is
@@ -306,26 +351,31 @@ class _NativeStderr:
 
 # ------------------------------------------------------- export folders, stamps
 # An export folder holds what paddle.jit.save wrote and a stamp: the full key the folder is named
-# by (its name shows 16 hex digits of it) and each file's sha256.  An export is used only when its
-# stamp names the key asked for and every file still matches, so a folder written by another
-# package, a half-copied cache or a planted file is exported again, not run.
+# by (its name shows 16 hex digits of it), the sha256 of each file the network was built from (its
+# weights: the bytes it read, which the model checked as it read them) and each exported file's
+# sha256.  An export is used only when its stamp names the key and the sources asked for and every
+# file still matches, so a folder written by another package, one made from weights swapped in
+# after the package was verified (by a taskflow that did not yet check them as read), a
+# half-copied cache or a planted file is exported again, not run.
 _STAMP = "export.json"
 # Stamps checked by this process: {(folder, key, files' (name, size, mtime, inode))}.
 _CHECKED_EXPORTS: set[tuple] = set()
 
 
-def _write_stamp(folder: Path, key: str) -> None:
+def _write_stamp(folder: Path, key: str, built_from: Mapping[str, str]) -> None:
     files = {p.name: sha256_file(p) for p in sorted(folder.iterdir()) if p.is_file()}
-    (folder / _STAMP).write_text(json.dumps({"key": key, "files": files}, indent=1), encoding="utf-8")
+    (folder / _STAMP).write_text(json.dumps({"key": key, "built_from": dict(built_from), "files": files}, indent=1),
+                                 encoding="utf-8")
 
 
-def _valid_export(folder: Path, key: str, fmt: str) -> tuple[Path, Path] | None:
+def _valid_export(folder: Path, key: str, fmt: str, built_from: Mapping[str, str]) -> tuple[Path, Path] | None:
     """``(program, params)`` of the export in ``folder`` if its stamp checks out, else None."""
     model_file, params_file = folder / f"inference.{fmt}", folder / "inference.pdiparams"
     try:
         stamp = json.loads((folder / _STAMP).read_text(encoding="utf-8"))
         files = stamp["files"]
-        if stamp["key"] != key or not {model_file.name, params_file.name} <= set(files):
+        if stamp["key"] != key or stamp.get("built_from") != dict(built_from) \
+                or not {model_file.name, params_file.name} <= set(files):
             return None
         seen = tuple((name, *_identity(folder / name)) for name in sorted(files))
         if (str(folder), key, seen) not in _CHECKED_EXPORTS:
@@ -395,7 +445,9 @@ class Predictor:
 
     ``build_network`` returns the ``paddle.nn.Layer`` with its weights loaded
     and in eval mode; ``weights_key`` (the weights' sha256) names the export,
-    so new weights are exported again.  Calls are thread-safe: each thread
+    so new weights are exported again; ``built_from`` (file name -> sha256)
+    names the files the network is built from, recorded in the export and
+    checked before it is reused.  Calls are thread-safe: each thread
     gets its own clone of the Paddle Inference predictor, which shares the
     weights but not the scratch tensors.
 
@@ -414,10 +466,12 @@ class Predictor:
         export_dir: str | os.PathLike,
         weights_key: str,
         options: PredictorOptions | None = None,
+        built_from: Mapping[str, str] | None = None,
     ):
         self.options = options or PredictorOptions()
         self.inputs = tuple(inputs)
         self._build_network = build_network
+        self._built_from = dict(built_from or {})
         self._local = threading.local()
         self._lock = threading.Lock()
         self._paddle = import_paddle()
@@ -429,12 +483,15 @@ class Predictor:
         self._taken: set[bool] = set()           # roots already given to a thread
         if self.options.static:
             self.model_file, self.params_file = self._export(Path(export_dir), weights_key)
+            # Not needed again; and dropping it lets a model and this predictor be freed by reference
+            # counting alone (build_network is usually a bound method of the model that holds this).
+            self._build_network = None
             # Kept so a caller (or a test) can read back what the batches' predictor was made from.
             self.config = build_config(self.model_file, self.params_file, self.options, self.inputs)
             # Each predictor is made at the first batch that needs it: a process that only ever
             # sends one text a call (or only batches) makes one, and its first result comes sooner.
         else:
-            with paddle_device(self.options.device):
+            with dynamic_graph(), paddle_device(self.options.device):
                 self._network = build_network()
 
     # ----------------------------------------------------------------- export
@@ -444,7 +501,7 @@ class Predictor:
         written, made in a private temporary folder."""
         fmt = _ir_format(self._paddle)
         name = f"{fmt}-{weights_key[:16]}"
-        found = _valid_export(export_dir / name, weights_key, fmt)
+        found = _valid_export(export_dir / name, weights_key, fmt, self._built_from)
         if found:
             return found
         try:
@@ -461,8 +518,8 @@ class Predictor:
             export_dir, lock = fallback, _export_lock(fallback, name)
             lock.acquire()
         try:
-            return _valid_export(export_dir / name, weights_key, fmt) or self._write_export(export_dir, name,
-                                                                                           weights_key, fmt)
+            return (_valid_export(export_dir / name, weights_key, fmt, self._built_from)
+                    or self._write_export(export_dir, name, weights_key, fmt))
         finally:
             lock.release()
 
@@ -472,7 +529,7 @@ class Predictor:
         staging = export_dir / f".{name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
         native_log = _NativeStderr()
         try:
-            with paddle_device(Device("cpu")), native_log:
+            with dynamic_graph(), paddle_device(Device("cpu")), native_log:
                 network = self._build_network()
                 spec = [paddle.static.InputSpec([None] * len(s.max_shape), s.dtype, name=s.name) for s in self.inputs]
                 with warnings.catch_warnings():
@@ -481,18 +538,18 @@ class Predictor:
                     paddle.jit.save(static, str(staging / "inference"))
             if not (staging / f"inference.{fmt}").is_file():
                 raise ExportError(f"paddle.jit.save wrote {sorted(os.listdir(staging))}, expected inference.{fmt}")
-            _write_stamp(staging, weights_key)
+            _write_stamp(staging, weights_key, self._built_from)
             # A directory rename is atomic: readers see no export or a whole one.
             shutil.rmtree(target, ignore_errors=True)
             os.replace(staging, target)
-        except ExportError:
+        except TaskflowError:   # said already (weights that do not fit, or changed since they were verified)
             raise
         except Exception as exc:
             said = f"; Paddle said: {native_log.text[-2000:]}" if native_log.text.strip() else ""
             raise ExportError(f"could not export the network to a static graph in {export_dir}: {exc}{said}") from exc
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-        found = _valid_export(target, weights_key, fmt)
+        found = _valid_export(target, weights_key, fmt, self._built_from)
         if not found:
             raise ExportError(f"the static export in {target} changed while it was written; run again")
         return found
@@ -552,12 +609,12 @@ class Predictor:
     def _run_dynamic(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         paddle = self._paddle
         # The dynamic graph is for debugging; one call at a time keeps it simple and correct.
-        with self._lock, paddle_device(self.options.device), paddle.no_grad():
+        with self._lock, dynamic_graph(), paddle_device(self.options.device), paddle.no_grad():
             tensors = [paddle.to_tensor(np.asarray(feeds[s.name], dtype=s.dtype)) for s in self.inputs]
             outputs = self._network(*tensors)
-        if not isinstance(outputs, (list, tuple)):
-            outputs = [outputs]
-        return [out.numpy() for out in outputs]
+            if not isinstance(outputs, (list, tuple)):
+                outputs = [outputs]
+            return [out.numpy() for out in outputs]
 
 
 # ------------------------------------------------------------- weights format
@@ -625,15 +682,17 @@ def quantize(array: np.ndarray, axis: int = 1) -> tuple[np.ndarray, np.ndarray]:
 _MAX_ALIASES_BYTES = 1 << 22   # the alias table is a few KB of JSON; more is not one save_weights wrote
 
 
-def npz_headers(path: str | os.PathLike) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+def npz_headers(path: str | os.PathLike, data: bytes | None = None) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
     """Each array's ``(shape, dtype)`` in an .npz, read from the .npy headers of its zip members
-    without loading (or decompressing) any array, so a file can be judged before memory is spent."""
+    without loading (or decompressing) any array, so a file can be judged before memory is spent.
+    ``data``: the file's bytes, already read (``path`` then only names it in messages)."""
+    import io
     import zipfile
 
     readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
     headers = {}
     try:
-        with zipfile.ZipFile(path) as archive:
+        with zipfile.ZipFile(path if data is None else io.BytesIO(data)) as archive:
             for info in archive.infolist():
                 with archive.open(info) as member:
                     version = np.lib.format.read_magic(member)
@@ -646,12 +705,15 @@ def npz_headers(path: str | os.PathLike) -> dict[str, tuple[tuple[int, ...], np.
     return headers
 
 
-def load_weights(network, path: str | os.PathLike) -> None:
+def load_weights(network, path: str | os.PathLike, data: bytes | None = None) -> None:
     """Load an .npz written by :func:`save_weights` into ``network``; every name, shape and dtype
-    must fit, and all are checked from the arrays' headers before any array is read."""
+    must fit, and all are checked from the arrays' headers before any array is read.  ``data``:
+    the file's bytes, already read and checked by the caller (``path`` then only names it)."""
+    import io
+
     paddle = import_paddle()
     expected = network.state_dict()
-    headers = npz_headers(path)
+    headers = npz_headers(path, data)
     if _ALIASES in headers:
         shape, dtype = headers[_ALIASES]
         if shape != () or dtype.kind != "U" or dtype.itemsize > _MAX_ALIASES_BYTES:
@@ -672,7 +734,7 @@ def load_weights(network, path: str | os.PathLike) -> None:
                 or dtype != np.float32:
             raise ExportError(f"{path}: {scale_name} is {dtype} of shape {shape}, not the float32 "
                               f"{list(expected_shape)} scales of an int8 table {name} that save_weights writes")
-    with np.load(path, allow_pickle=False) as stored:
+    with np.load(path if data is None else io.BytesIO(data), allow_pickle=False) as stored:
         aliases = json.loads(str(stored[_ALIASES])) if _ALIASES in headers else {}
         available = (set(headers) - {_ALIASES} - set(scaled.values())) | set(aliases)
         missing = sorted(set(expected) - available)

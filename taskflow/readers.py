@@ -16,10 +16,16 @@ JSON, a JSON value Python cannot hold (an integer of more than 4,300 digits), a 
 JSON cannot hold (``NaN``, ``Infinity``, ``1e400``, which Python's parser takes), a
 lone surrogate escape (``"\\udc80"``: no character, so it cannot be written out), a
 missing key, a CSV quote left open (a field that would span lines), the wrong
-number of fields.  A UTF-8 byte-order mark at the start is dropped.
+number of fields.  A UTF-8 byte-order mark at the start is dropped (``utf-8`` and
+``utf-8-sig`` read the same).
 
 An input that cannot be read at all (missing file, unknown extension, unusable
 encoding, a CSV header without the needed columns) raises at construction.
+
+A FIFO or a character device (``mkfifo``, ``<(zcat x.gz)``, which is ``/dev/fd/N``) can only
+be read once, front to back: :func:`stream_kind` tells it apart, and it is read as a stream
+(``stream=``), by its extension's format or, with none, as .txt.  A job (``run_file``) needs a
+regular file, which it reads again to count, check and resume.
 """
 
 from __future__ import annotations
@@ -30,13 +36,14 @@ import json
 import math
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from .errors import InvalidInputError
 
-__all__ = ["Record", "InputFile", "check_path", "FORMATS", "DEFAULT_MAX_RECORD_BYTES", "count_records", "output_record", "error_record"]
+__all__ = ["Record", "InputFile", "check_path", "stream_kind", "FORMATS", "DEFAULT_MAX_RECORD_BYTES", "count_records", "output_record", "error_record"]
 
 FORMATS = {".txt": "txt", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv"}
 DEFAULT_MAX_RECORD_BYTES = 1 << 20  # 1 MiB: far beyond any text a model reads, short of a runaway line
@@ -123,11 +130,32 @@ def file_format(path: Path) -> str:
         ) from None
 
 
+def stream_kind(path: str | os.PathLike) -> str | None:
+    """What ``path`` is when it can only be read as a stream, once (a FIFO, a process substitution's
+    ``/dev/fd/N``, a character device); None for anything else (a file, a folder, nothing)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (a named pipe, or a process substitution such as <(zcat file.gz))"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    return None
+
+
 def check_path(path: str | os.PathLike) -> Path:
     """``path`` as a Path, if it names a readable file of a known format."""
     path = Path(path)
     if path.is_dir():
         raise InvalidInputError(f"input {str(path)!r} is a directory, not a file")
+    kind = stream_kind(path)
+    if kind is not None:
+        raise InvalidInputError(
+            f"input {str(path)!r} is {kind}, which can be read only once; a job reads its input file again "
+            "(to count its records, to check it did not change, to resume), so it needs a regular file. Read it "
+            f"as a stream with the command line (taskflow TASK --input {path}, to stdout or --output FILE; no "
+            "resume), or copy it to a file first")
     if not path.is_file():
         raise InvalidInputError(f"input file {str(path)!r} does not exist")
     file_format(path)
@@ -142,6 +170,8 @@ def check_encoding(encoding: str) -> str:
         name = codecs.lookup(encoding).name
     except (LookupError, TypeError):
         raise InvalidInputError(f"unknown encoding {encoding!r}; e.g. utf-8 (the default), gbk, gb18030, big5") from None
+    if name == "utf-8-sig":
+        return "utf-8"   # UTF-8 whose byte-order mark is dropped: what utf-8 reads here too
     probe = '\n\t,"{}'
     try:
         ascii_compatible = probe.encode(name) == probe.encode("ascii")
@@ -152,7 +182,7 @@ def check_encoding(encoding: str) -> str:
             f"encoding {encoding!r} is not ASCII-compatible (lines cannot be split in its bytes); "
             "convert the file to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8"
         )
-    return "utf-8" if name == "utf-8-sig" else name
+    return name
 
 
 class InputFile:
@@ -177,11 +207,15 @@ class InputFile:
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
         stream=None,
     ):
-        # ``stream``: an open binary stream with ``readline`` and ``peek`` (standard input) read as a
-        # .txt file; ``path`` only names it in messages.  It is not closed here.
+        # ``stream``: an open binary stream with ``readline`` and ``peek`` (standard input, a FIFO), read
+        # in the format ``path``'s extension names, as .txt without one; ``path`` names it in messages.
+        # It is not closed here.
         self.path = None if stream is not None else check_path(path)
         self.source = str(path)
-        self.format = "txt" if stream is not None else file_format(self.path)
+        if stream is None:
+            self.format = file_format(self.path)
+        else:
+            self.format = file_format(Path(path)) if Path(path).suffix else "txt"
         self.encoding = check_encoding(encoding)
         if not isinstance(max_record_bytes, int) or isinstance(max_record_bytes, bool) or max_record_bytes < 1:
             raise InvalidInputError(f"max_record_bytes must be a positive int, got {max_record_bytes!r}")
@@ -243,15 +277,17 @@ class InputFile:
                 self.offset += len(more)
                 terminated = more.endswith(b"\n")
                 size += len(more.rstrip(b"\r\n"))
-            return number, content[:_SHOWN * 4].decode(self.encoding, "replace"), (
+            return number, self._shown(content[:_SHOWN * 4]), (
                 f"{self.source}:{number}: line is longer than max_record_bytes ({limit:,} bytes; it has {size:,}); "
                 "is a quote or newline missing? (raise --max-record-bytes if such records are expected)"
             ), terminated
         try:
             text = content.decode(self.encoding)
-        except UnicodeDecodeError as exc:
-            return number, content.decode(self.encoding, "replace"), (
-                f"{self.source}:{number}: not valid {self.encoding} ({exc.reason} at byte {exc.start + 1} of the line); "
+        except ValueError as exc:   # UnicodeDecodeError, or a codec's own complaint (idna: "Invalid character")
+            where = (f"{exc.reason} at byte {exc.start + 1} of the line" if isinstance(exc, UnicodeDecodeError)
+                     else str(exc))
+            return number, self._shown(content), (
+                f"{self.source}:{number}: not valid {self.encoding} ({where}); "
                 "if the file is in another encoding, name it with --encoding (e.g. --encoding gbk; encoding='gbk' in Python)"
             ), terminated
         if "\x00" in text:
@@ -260,6 +296,14 @@ class InputFile:
                 "(a binary file, or one damaged by a crash?)"
             ), terminated
         return number, text, None, terminated
+
+    def _shown(self, content: bytes) -> str:
+        """A line that cannot be a record, as text for the errors file: what cannot be decoded is replaced
+        (as UTF-8 where the codec cannot replace, e.g. idna)."""
+        try:
+            return content.decode(self.encoding, "replace")
+        except (ValueError, LookupError):
+            return content.decode("utf-8", "replace")
 
     def _read_header(self) -> None:
         line = self._next_line()

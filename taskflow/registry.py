@@ -21,13 +21,19 @@ from pathlib import Path
 
 from .errors import RegistryError, UnknownTaskError
 
-__all__ = ["register_task", "get_task_class", "task_names", "canonical_name", "load_all_tasks"]
+__all__ = ["register_task", "get_task_class", "task_names", "canonical_name", "load_all_tasks",
+           "import_task_module"]
 
 # name or alias -> canonical name; canonical name -> class
 _ALIASES: dict[str, str] = {}
 _CLASSES: dict[str, type] = {}
 _loaded = False
-_load_lock = threading.Lock()
+# Every import of task code goes through this one lock.  Python locks a module while it runs, and
+# ``from taskflow.tasks.lexical_analysis.tagger import ...`` (knowledge_mining) locks the submodule
+# before its package, the reverse of the package's own ``from .tagger import ...``: two threads
+# building two tasks at once would each hold the lock the other waits for (a _DeadlockError).
+# Reentrant, since a task package's import may look another task up.
+_load_lock = threading.RLock()
 
 
 def register_task(name: str, *, aliases: tuple[str, ...] | list[str] = ()):
@@ -106,11 +112,21 @@ def _declared_names() -> dict[str, str]:
     return declared
 
 
+def import_task_module(name: str):
+    """Import a module of task code (a task package, a network's module, a submodule a task loads
+    when it is built) under the registry's lock, so threads building tasks at once never import
+    two task modules in opposite orders (see ``_load_lock``)."""
+    with _load_lock:
+        return importlib.import_module(name)
+
+
 def _load_for(key: str) -> None:
     """Import the task package that registers ``key``, if one declares it."""
     module = _declared_names().get(key)
-    if module is not None and key not in _ALIASES:
-        importlib.import_module(module)
+    if module is not None:
+        # Even when ``key`` is registered already: its class is registered while the package is
+        # still running, and the rest of the package (its networks) must be there before it is used.
+        import_task_module(module)
 
 
 def load_all_tasks() -> None:
@@ -119,7 +135,7 @@ def load_all_tasks() -> None:
     with _load_lock:
         if not _loaded:
             for module in task_packages():
-                importlib.import_module(module)
+                import_task_module(module)
             _loaded = True
 
 

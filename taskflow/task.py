@@ -16,10 +16,12 @@ put back in input order and joined into one result per item (``join``).
 
 from __future__ import annotations
 
-import inspect
+import copy
+import difflib
 import numbers
 import unicodedata
-from typing import Any, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -28,7 +30,8 @@ from .model import Model
 from .predictor import InputSpec, Predictor, PredictorOptions
 from .text import split_text
 
-__all__ = ["Task", "TextTask", "MultiTextTask", "check_text", "shown", "bool_option", "int_option", "number_option"]
+__all__ = ["Task", "TextTask", "MultiTextTask", "Option", "check_text", "shown", "bool_option", "int_option",
+           "number_option"]
 
 
 def check_text(value: Any, index: int | None, *, what: str = "text", allow_empty: bool = False) -> str:
@@ -37,8 +40,8 @@ def check_text(value: Any, index: int | None, *, what: str = "text", allow_empty
     if isinstance(value, str):
         if not allow_empty and not _has_visible(value):
             raise InvalidInputError(
-                f"{where} is empty or only whitespace or invisible characters ({value!r}); pass text with at "
-                "least one visible character", index,
+                f"{where} is empty or only whitespace, invisible characters or combining marks ({value!r}); "
+                "pass text with at least one visible character", index,
             )
         return value if type(value) is str else str(value)   # numpy's str_ is a str; results hold plain ones
     if isinstance(value, (bytes, bytearray)):
@@ -48,8 +51,12 @@ def check_text(value: Any, index: int | None, *, what: str = "text", allow_empty
 
 def _has_visible(text: str) -> bool:
     """Whether ``text`` has a char that is neither whitespace nor a control or format char (NUL,
-    zero-width space, BOM), which no model reads as anything."""
-    return any(not ch.isspace() and unicodedata.category(ch) not in ("Cc", "Cf") for ch in text)
+    zero-width space, BOM) nor a combining mark (categories Mn, Mc, Me), which no model reads as
+    anything: marks with no char to sit on are no text either."""
+    return any(not ch.isspace() and unicodedata.category(ch) not in _INVISIBLE for ch in text)
+
+
+_INVISIBLE = frozenset({"Cc", "Cf", "Mn", "Mc", "Me"})
 
 
 def shown(value: Any, limit: int = 60) -> str:
@@ -88,6 +95,26 @@ def number_option(name: str, value: Any, low: float, high: float) -> float:
     return float(value)
 
 
+@dataclass(frozen=True)
+class Option:
+    """One option a task declares, the one place it is described: ``Taskflow(task, name=value)``,
+    the CLI's ``--name`` flag and its ``--help``, ``Taskflow.help()``, a batch job's identity and
+    the server all read it.
+
+    ``kind`` is how a command line spells a value (``"bool"``, ``"int"``, ``"float"``, ``"list"``:
+    comma-separated, ``"str"``: a name or a path).  ``per_call`` options change only how outputs
+    are decoded, so one call may give its own value (``flow(texts, top_k=3)``) without changing
+    the pipeline for any other caller; ``check`` turns such a value into the one the task keeps
+    (or raises an :class:`OptionError`), as the constructor does.
+    """
+
+    default: Any = None
+    help: str = ""
+    kind: str = "str"
+    per_call: bool = False
+    check: Callable[[str, Any], Any] | None = None
+
+
 class Task:
     """Base of every task; see the module docstring for the contract."""
 
@@ -103,6 +130,8 @@ class Task:
     # segmentation and POS tagging, whose results are lists already); a list in is one result each.
     single_text_unwrapped: bool = False
     runs_network: bool = True     # False for a task over a package with no network (jieba's segmentation)
+    # The options this class adds (name -> Option); a subclass may redeclare one with its own default.
+    declared: ClassVar[Mapping[str, Option]] = {}
 
     def __init__(self, model: Model, *, batch_size: int | None = None):
         self.model = model
@@ -133,23 +162,48 @@ class Task:
         return cls
 
     @classmethod
+    def declared_options(cls) -> dict[str, Option]:
+        """``{name: Option}`` for the options the class accepts on top of the base ones, its own
+        declarations first, then those of the classes it builds on."""
+        options: dict[str, Option] = {}
+        for klass in cls.__mro__:
+            for name, option in vars(klass).get("declared", {}).items():
+                options.setdefault(name, option)
+        return options
+
+    @classmethod
     def option_names(cls) -> list[str]:
         """Keyword options a subclass accepts on top of the base ones."""
-        return list(cls.option_defaults())
+        return list(cls.declared_options())
 
     @classmethod
     def option_defaults(cls) -> dict[str, Any]:
-        """``{option: default}`` for the keyword options a subclass accepts on top of the base ones
-        (read from the ``__init__`` signatures, the one place options are declared)."""
-        defaults: dict[str, Any] = {}
-        for klass in cls.__mro__:
-            if klass is Task:
-                break
-            if "__init__" in vars(klass):
-                for param in inspect.signature(klass.__init__).parameters.values():
-                    if param.kind is param.KEYWORD_ONLY and param.name not in defaults:
-                        defaults[param.name] = param.default
-        return defaults
+        """``{option: default}`` for the options a subclass accepts on top of the base ones."""
+        return {name: option.default for name, option in cls.declared_options().items()}
+
+    def for_call(self, options: Mapping[str, Any]) -> "Task":
+        """This task with call-time ``options`` applied, for one call: a shallow copy sharing the
+        model and its predictors, so the instance other callers hold is never changed.  An option
+        the task does not declare, or one fixed at construction, is an :class:`OptionError`."""
+        if not options:
+            return self
+        declared = self.declared_options()
+        call = copy.copy(self)
+        for name, value in options.items():
+            option = declared.get(name)
+            if option is None or not option.per_call:
+                per_call = sorted(n for n, o in declared.items() if o.per_call)
+                can = f"; options a call may give: {', '.join(per_call)}" if per_call else \
+                    "; it takes no call-time options"
+                if option is None:
+                    close = difflib.get_close_matches(name, per_call, n=1, cutoff=0.6)
+                    hint = f" Did you mean {close[0]!r}?" if close else ""
+                    raise OptionError(f"{self.name} has no call-time option {name!r}.{hint} Call options "
+                                      f"are given as flow(items, name=value){can}", name)
+                raise OptionError(f"{name} is fixed when the Taskflow is built (it changes the model or how "
+                                  f"inputs are read): pass Taskflow({self.name!r}, {name}=...) instead{can}", name)
+            setattr(call, name, option.check(name, value) if option.check else value)
+        return call
 
     def input_specs(self) -> Sequence[InputSpec]:
         """The network's feeds, named as :meth:`preprocess` returns them."""
@@ -177,10 +231,12 @@ class Task:
     def unit_length(self, unit: Any) -> int:
         return len(unit)
 
-    def batch_order(self, units: list[Any], order: list[int]) -> list[int]:
-        """The order in which ``units`` are cut into batches, given ``order`` (longest first); a
-        task whose units take different paths can group each path's units into batches of their own."""
-        return order
+    def plan(self, units: list[Any]) -> list[Any] | None:
+        """A key per unit saying which path it takes through the task's networks (a router's
+        choice), or ``None`` where every unit takes the same one.  With keys, each key's units are
+        batched apart (where there is more than one batch) and :meth:`preprocess` receives the keys
+        of its batch's units as a second argument: the state of a call is passed, never kept."""
+        return None
 
     def join(self, item: Any, results: list[Any], units: list[Any]) -> Any:
         """One result for an item from the results of its units (default: the only one)."""
@@ -225,11 +281,15 @@ class Task:
             units += pieces
         unit_results: list[Any] = [None] * len(units)
         # Longest first, so similar lengths share a batch and padding stays small.
-        order = self.batch_order(units, sorted(range(len(units)), key=lambda k: -self.unit_length(units[k])))
+        order = sorted(range(len(units)), key=lambda k: -self.unit_length(units[k]))
+        keys = self.plan(units) if units else None
+        if keys is not None and len(units) > self.batch_size:
+            order = sorted(order, key=keys.__getitem__)     # stable: longest first within each path
         for start in range(0, len(order), self.batch_size):
             picked = order[start:start + self.batch_size]
             batch = [units[k] for k in picked]
-            results = self.postprocess(self.forward(self.preprocess(batch)), batch)
+            features = self.preprocess(batch) if keys is None else self.preprocess(batch, [keys[k] for k in picked])
+            results = self.postprocess(self.forward(features), batch)
             if len(results) != len(batch):
                 raise RuntimeError(f"{type(self).__name__}.postprocess returned {len(results)} results for {len(batch)} units")
             for k, result in zip(picked, results):
@@ -285,8 +345,16 @@ class MultiTextTask(Task):
                 and any(isinstance(v, str) for v in value)
                 and not any(isinstance(v, (list, tuple, Mapping)) for v in value))
 
+    def is_misshapen_item(self, value: Any) -> bool:
+        """Texts side by side, as one item is given, but not as many as the item has fields
+        (``("a", "b", "c")`` to a pair task): one item of the wrong size, which check_item names,
+        not a list of texts, none of which could be an item."""
+        return ((isinstance(value, (list, tuple)) or getattr(value, "ndim", None) == 1)
+                and len(value) > 0 and any(isinstance(v, str) for v in value)
+                and not any(isinstance(v, (list, tuple, Mapping)) for v in value))
+
     def as_items(self, inputs: Any) -> list[Any]:
-        if isinstance(inputs, Mapping) or self.is_one_item(inputs):
+        if isinstance(inputs, Mapping) or self.is_one_item(inputs) or self.is_misshapen_item(inputs):
             return [inputs]
         columns = ", ".join(map(repr, self.input_fields))
         _refuse_tables_and_scalars(inputs, f"df[[{columns}]].values.tolist(), or df.to_dict('records') with columns "

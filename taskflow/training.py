@@ -45,8 +45,10 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+import taskflow.resources as bundled
+
 from .errors import CommandParser
-from .packages import MANIFEST, name_problem
+from .packages import MANIFEST, home_dir, name_problem
 
 __all__ = ["fit", "Fit", "Schedule", "length_batches", "recipe_parser", "PackageDraft", "update_manifest",
            "simplex_grid", "framework_versions", "snapshot", "restore", "jieba_cut", "log", "portable_path", "seed_all",
@@ -88,27 +90,73 @@ SEED = option_number(int, at_least=0, below=2 ** 32)
 
 class RecipeParser(CommandParser):
     """A recipe's command line: after parsing, ``--out``, ``--name`` and ``--version`` are checked
-    before any training, not found wrong when the package is written at the end."""
+    before any training, not found wrong when the package is written at the end.
+
+    ``own_data``: the parser of ``taskflow train`` (a recipe over the user's own files), whose
+    ``--out`` may not lie among the models taskflow ships; the lab's recipes write those."""
+
+    def __init__(self, *args, own_data: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.own_data = own_data
 
     def parse_args(self, args=None, namespace=None):
         parsed = super().parse_args(args, namespace)
         out = Path(parsed.out) if getattr(parsed, "out", None) else None
         if out is not None:
-            if out.exists() and not out.is_dir():
-                self.error(f"--out {out} is a file; name a folder for the package")
-            if out.is_dir() and not (out / MANIFEST).is_file() and any(out.iterdir()):
-                self.error(f"--out {out} holds other files and no package; name a new or empty folder "
-                           "(a package already there is replaced)")
-            above = next((parent for parent in out.resolve().parents if parent.exists()), None)
-            if above is not None and not above.is_dir():
-                self.error(f"--out {out}: {above} is a file, not a folder")
-        for flag, value in (("--name", getattr(parsed, "name", None) or (out.resolve().name if out else None)),
+            problem = out_problem(out, own_data=self.own_data)
+            if problem:
+                self.error(problem)
+            if not getattr(parsed, "name", None) and not default_name(out):
+                self.error(f"--out {out} has no folder name to name the model after; give --name")
+        for flag, value in (("--name", getattr(parsed, "name", None) or (default_name(out) if out else None)),
                             ("--version", getattr(parsed, "version", None))):
             problem = None if value is None else name_problem(value)
             if problem:
                 self.error(f"{flag} {value!r} names the package's folder in a cache, so it {problem}; "
                            "e.g. my_model, 1.0.0")
         return parsed
+
+
+def default_name(out: Path) -> str:
+    """The model name a package written to ``out`` gets without ``--name``: the folder's name as
+    the user spells it (``.`` is the current folder's, a link's its own, not its target's)."""
+    return Path(os.path.abspath(out)).name
+
+
+def out_problem(out: Path, *, own_data: bool = False) -> str | None:
+    """Why a package cannot be written to ``out``, or None: everything that would otherwise be
+    found after the training, when the package is written."""
+    # out, then each folder it would be made in, until one that is there.
+    path = out
+    for path in [out, *out.parents]:
+        if path.is_symlink() and not path.exists():
+            return (f"--out {out}: {path} is a symbolic link to {os.readlink(path)}, which does not exist; "
+                    "make the folder it points to, or name another --out")
+        if path.exists():
+            break
+    if path.exists() and not path.is_dir():
+        return f"--out {out} is a file; name a folder for the package" if path == out else \
+            f"--out {out}: {path} is a file, not a folder"
+    if path == out and not (out / MANIFEST).is_file() and any(out.iterdir()):
+        return (f"--out {out} holds other files and no package; name a new or empty folder "
+                "(a package already there is replaced)")
+    target = out.resolve()
+    shipped = Path(bundled.__file__).parent.resolve()
+    cache = (home_dir() / "taskflow").resolve()
+    if own_data and (target == shipped or shipped in target.parents):
+        return (f"--out {out} is inside the models taskflow ships ({shipped}): a package there would replace "
+                "or sit among the bundled models of everyone using this installation; name a folder of your own, "
+                "e.g. --out my_model")
+    if target == cache or cache in target.parents:
+        return (f"--out {out} is inside taskflow's model cache ({cache}), whose packages taskflow downloads "
+                "and verifies itself; name a folder of your own, e.g. --out my_model, and run it with task_path=")
+    # Made and removed again, so that a folder one cannot write in (read-only, another user's)
+    # is found now: the test is the write itself, which no permission bits can foretell for root.
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".taskflow-probe-", dir=path))
+    except OSError as exc:
+        return f"--out {out}: cannot write in {path} ({exc.strerror or exc}); name a folder you can write in"
+    return None
 
 
 def recipe_parser(task: str, doc: str | None, *, data: str | None, name: str | None, seed: int = 1,
@@ -121,7 +169,7 @@ def recipe_parser(task: str, doc: str | None, *, data: str | None, name: str | N
     a network with :func:`fit` (``network``), ``--average-weights``; the recipe adds its own.
     ``doc`` (the recipe's docstring) is the help text as written.
     """
-    parser = RecipeParser(prog=f"taskflow train {task}", description=doc,
+    parser = RecipeParser(prog=f"taskflow train {task}", description=doc, own_data=data is None,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
     if data is not None:
         parser.add_argument("--data-dir", required=data_required, help=data)
@@ -151,7 +199,7 @@ class PackageDraft:
 
     def __init__(self, args: argparse.Namespace, task: str, *, started: float | None = None):
         self.out = Path(args.out)
-        self.identity = {"task": task, "name": args.name or self.out.name, "version": args.version}
+        self.identity = {"task": task, "name": args.name or default_name(self.out), "version": args.version}
         self.started = time.time() if started is None else started
         self.quiet = bool(getattr(args, "quiet", False))    # own-data runs: --quiet
         self._names: list[str] = []     # in the order asked for, which the manifest keeps

@@ -20,18 +20,21 @@ import multiprocessing
 import os
 import queue
 import signal
+import socket
+import subprocess
 import sys
 import threading
 import time
 import traceback
 from typing import Any, Iterable, Iterator, Sequence
 
-from .errors import InputTypeError, InvalidInputError, JobError, OptionError, WorkerError
+from .errors import JobError, OptionError, WorkerError
 from .readers import Record
+from .runner import Runner, chunks
 from .signals import default_sigterm, sigterm_held, without_paddle_signal_handlers
 
-__all__ = ["process_chunk", "iter_chunks", "WorkerPool", "RayPool", "import_ray", "refuse_in_worker_bootstrap",
-           "calling_line", "EXIT_UNGUARDED_MAIN"]
+__all__ = ["process_chunk", "iter_chunks", "WorkerPool", "RayPool", "import_ray", "init_local_ray",
+           "refuse_in_worker_bootstrap", "calling_line", "EXIT_UNGUARDED_MAIN"]
 
 logger = logging.getLogger("taskflow")
 
@@ -41,38 +44,20 @@ EXIT_UNGUARDED_MAIN = 86
 # ------------------------------------------------------------------ processing
 
 def process_chunk(task, records: Sequence[Record], source: str) -> list[tuple[Record, Any, str | None]]:
-    """``(record, result, error)`` for each record, in order; bad items get an error, not an exception."""
-    outcomes: list[tuple[Record, Any, str | None]] = []
-    good: list[tuple[int, Any]] = []
-    for position, record in enumerate(records):
-        if record.error is not None:
-            outcomes.append((record, None, record.error))
-            continue
-        try:
-            checked = task.check_item(record.item, None)
-        except (InvalidInputError, InputTypeError) as exc:
-            outcomes.append((record, None, f"{source}:{record.line}: {exc}"))
-            continue
-        outcomes.append((record, None, None))
-        good.append((position, checked))
-    if good:
-        results = task.run_items([item for _, item in good])
-        for (position, _), result in zip(good, results):
-            outcomes[position] = (outcomes[position][0], result, None)
-    return outcomes
+    """``(record, result, error)`` for each record, in order; bad items get an error, not an exception
+    (the runner checks and runs them, as for any call; a bad one is named by file and line)."""
+    readable = [record for record in records if record.error is None]
+    good, results = Runner(task).check(
+        [record.item for record in readable], offset=None, on_error="skip",
+        where=lambda position, exc: f"{source}:{readable[position].line}: {exc}")
+    Runner(task).run_checked(good, results)
+    answered = {position for position, _ in good}
+    outcome = iter([(record, results[k], None) if k in answered else (record, None, results[k])
+                    for k, record in enumerate(readable)])
+    return [(record, None, record.error) if record.error is not None else next(outcome) for record in records]
 
 
-def iter_chunks(items: Iterable[Any], size: int, first: int | None = None) -> Iterator[list[Any]]:
-    """Lists of up to ``size`` items from any iterable, lazily; the first of up to ``first``."""
-    chunk: list[Any] = []
-    limit = first or size
-    for item in items:
-        chunk.append(item)
-        if len(chunk) == limit:
-            yield chunk
-            chunk, limit = [], size
-    if chunk:
-        yield chunk
+iter_chunks = chunks     # a job's chunks are cut as every stream's are
 
 
 # ------------------------------------------------------------------ worker processes
@@ -436,6 +421,162 @@ def import_ray():
     return ray
 
 
+LOOPBACK = "127.0.0.1"
+
+
+def init_local_ray(ray=None, **options):
+    """Start a Ray instance on this machine that listens on 127.0.0.1 only, with a reaper that ends
+    its processes when this one ends, even killed; returns ``ray.init``'s context.
+
+    Ray's ports take work from anyone who reaches them, unauthenticated.  Its servers (GCS, raylet,
+    object manager, every worker and actor, the agents) listen where the node's IP address says: on
+    all interfaces for the machine's network address, on loopback for 127.0.0.1.  Given 127.0.0.1,
+    ``ray.init`` swaps in the network address (so that other machines could join) unless Ray runs as
+    single-machine only, as it does on macOS and Windows; for the call, that is what it is told.  A
+    Ray that still took another address is shut down, never run.  ``options`` go to ``ray.init``.
+    """
+    ray = ray or import_ray()
+    constants = sys.modules.get("ray._private.ray_constants")
+    saved = getattr(constants, "ENABLE_RAY_CLUSTER", None)
+    if saved is not None:
+        constants.ENABLE_RAY_CLUSTER = False
+    try:
+        context = ray.init(address="local", _node_ip_address=LOOPBACK, **options)
+    finally:
+        if saved is not None:
+            constants.ENABLE_RAY_CLUSTER = saved
+    node_ip = context.address_info.get("node_ip_address")
+    if node_ip != LOOPBACK:
+        ray.shutdown()
+        raise JobError(f"a local Ray took the node IP address {node_ip!r}, not {LOOPBACK}, so it would listen "
+                       "beyond this machine; it was stopped. This version of Ray cannot be held to loopback here: "
+                       "give --address (address=) a Ray cluster you run behind a firewall")
+    _start_reaper(ray, context.address_info.get("session_dir"))
+    return context
+
+
+# The reaper of a local Ray (run as ``python -I -S -c _REAPER SESSION_DIR DRIVER_PID EXECUTABLES...``).
+# Ray ties its GCS and raylet to the process that started it (they die with it), but the raylet's
+# agents notice its death only later, and after a SIGKILL or SIGHUP of that process they keep running
+# (and listening) for a minute or more.  The reaper reads its stdin, a pipe whose other end only the
+# driver holds: at its end (the driver closed it, or died) it kills every process that still has a
+# file of the session open and runs one of the session's executables (so a ``tail -f`` of a log is
+# spared), other than the driver.  It is in a session of its own, so a terminal's SIGHUP to the
+# driver's group does not end it first.
+_REAPER = r"""
+import os, signal, sys, time
+session, driver, executables = sys.argv[1] + os.sep, int(sys.argv[2]), sys.argv[3:]
+sys.stdin.buffer.read()
+
+def of_session(pid):
+    try:
+        exe = os.path.realpath(f"/proc/{pid}/exe")
+        if not any(exe == e or exe.startswith(e + os.sep) for e in executables):
+            return False
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith(session):
+                return True
+        except OSError:
+            pass
+    return False
+
+for _ in range(10):
+    found = [int(n) for n in os.listdir("/proc") if n.isdigit() and int(n) not in (os.getpid(), driver)
+             and of_session(n)]
+    if not found:
+        break
+    for pid in found:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    time.sleep(0.2)
+"""
+
+
+_reapers: dict[str, subprocess.Popen] = {}   # session dir -> its reaper, whose stdin pipe must stay open
+
+
+def _start_reaper(ray, session_dir: str | None) -> None:
+    """The reaper of a local Ray's session (see ``_REAPER``), where /proc shows processes' files."""
+    if not session_dir or not sys.executable or not os.path.isdir("/proc/self/fd"):
+        return
+    executables = {os.path.realpath(sys.executable), os.path.realpath(os.path.dirname(ray.__file__))}
+    try:
+        _reapers[session_dir] = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _REAPER, os.path.realpath(session_dir), str(os.getpid()),
+             *sorted(executables)],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError as exc:
+        logger.warning("the local Ray runs without its reaper (%s): if this process is killed, some of Ray's "
+                       "processes may outlive it", exc)
+
+
+def _reap(session_dir: str | None) -> None:
+    """After ``ray.shutdown()``: the reaper ends what is left of the session, and exits."""
+    reaper = _reapers.pop(session_dir, None) if session_dir else None
+    if reaper is not None:
+        with contextlib.suppress(OSError):
+            reaper.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            reaper.wait(10)
+
+
+def _probe(address: str, timeout: float = 5.0) -> str | None:
+    """Why nothing answers at a ``host:port`` (or ``ray://host:port``) address, or None if something
+    does.  Ray's own connection retries for many minutes at an address where nothing listens."""
+    host, sep, port = address.split("://", 1)[-1].rpartition(":")
+    if not sep or not port.isdigit():
+        return None    # "auto" and the like: Ray finds the address, and answers quickly when it finds none
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return None
+    except socket.timeout:
+        return f"nothing answered within {timeout:g} s"
+    except OSError as exc:
+        return exc.strerror or str(exc) or type(exc).__name__
+
+
+@contextlib.contextmanager
+def _bounded_connect():
+    """Ray tries to reach a cluster's GCS 20 times, each try up to about 40 s when something answers
+    there that is not a Ray GCS: here, once (unless RAY_gcs_server_port_wait_time_s says otherwise)."""
+    name = "RAY_gcs_server_port_wait_time_s"
+    if name in os.environ:
+        yield
+        return
+    os.environ[name] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop(name, None)
+
+
+@contextlib.contextmanager
+def _driver_prints_to_stderr():
+    """Ray's driver prints what the cluster reports to it ("A worker died or was killed ...") and
+    its workers' output to sys.stdout, from threads of its own; a job's stdout carries results only."""
+    module = sys.modules.get("ray._private.worker")
+    original = getattr(module, "print_to_stdstream", None)
+    if original is None:
+        yield
+        return
+
+    def print_to_stderr(data, *args, **kwargs):
+        return original({**data, "is_err": True}, *args, **kwargs)
+
+    module.print_to_stdstream = print_to_stderr
+    try:
+        yield
+    finally:
+        if module.print_to_stdstream is print_to_stderr:
+            module.print_to_stdstream = original
+
+
 class RayPool:
     """The ``backend="ray"`` of a batch job (:func:`taskflow.jobs.run_file`): chunks of records run by
     Ray actors, one pipeline each (built from the job's ``Taskflow.spec``), answered in input order.
@@ -458,6 +599,18 @@ class RayPool:
         self.pending: collections.deque = collections.deque()
         self.faults: list[str] = []
         self.pids: dict[int, int] = {}   # actor slot -> its process now
+        self.actors: list = []
+        self.session_dir: str | None = None   # of the local Ray this pool started
+        self._prints = contextlib.ExitStack()
+        try:
+            self._prints.enter_context(_driver_prints_to_stderr())
+            self._start(spec, workers, address)
+        except BaseException:
+            self.abort()
+            raise
+
+    def _start(self, spec, workers: int, address: str | None) -> None:
+        ray, startup_timeout = self.ray, self.startup_timeout
         if ray.is_initialized():
             if address is not None:
                 raise OptionError(f"address={address!r} names a Ray cluster, but this process is connected to one "
@@ -479,31 +632,45 @@ class RayPool:
         try:   # each actor's process, once its pipeline is built: an answer from another is a restart
             self.pids = dict(enumerate(ray.get([actor.pid.remote() for actor in self.actors], timeout=startup_timeout)))
         except ray.exceptions.GetTimeoutError:
-            self.abort()
             raise WorkerError(f"the Ray actors did not start within {startup_timeout:g} s (is the cluster out of "
                               "memory, or busy?); nothing was run: rerun the job") from None
         except ray.exceptions.RayError as exc:
-            self.abort()
             raise WorkerError(f"a Ray actor could not build the pipeline:\n{str(exc).rstrip()}") from None
 
     def _init(self, address: str | None) -> None:
-        """A local Ray, or the cluster at ``address``; a failure is one :class:`JobError`.  Ray puts
-        signal handlers of its own in place: the job's (SIGTERM stops it, saved) are put back."""
+        """A local Ray (listening on 127.0.0.1 only, with a reaper that ends its processes if this
+        one is killed: :func:`init_local_ray`), or the cluster at ``address``; a failure is one
+        :class:`JobError`, within tens of seconds.  Ray puts signal handlers of its own in place: the
+        job's (SIGTERM stops it, saved) are put back."""
+        local = address == "local" or (address is None and not os.environ.get("RAY_ADDRESS"))
+        where = "a local Ray" if local else f"the Ray cluster at {address or os.environ['RAY_ADDRESS']!r}"
+        fix = "give --address a running cluster's address (or auto), or leave it out to start a local Ray"
+        if not local:
+            reason = _probe(address or os.environ["RAY_ADDRESS"])
+            if reason is not None:
+                raise JobError(f"cannot reach {where}: {reason}; is the cluster running, and is that its "
+                               f"address (host:port of its head, as `ray start --head` printed it)? {fix}")
         in_main = threading.current_thread() is threading.main_thread()
-        handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)} if in_main else {}
+        stops = [signal.SIGTERM, signal.SIGINT] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+        handlers = {sig: signal.getsignal(sig) for sig in stops} if in_main else {}
+        options = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
         try:
-            # No dashboard, nothing listening beyond loopback for a local instance.
-            self.ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+            if local:
+                self.session_dir = init_local_ray(self.ray, **options).address_info.get("session_dir")
+                self.started = True
+            else:
+                with _bounded_connect():
+                    self.ray.init(address=address, **options)
+                self.started = True
+        except JobError:
+            raise
         except Exception as exc:
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            where = f"the Ray cluster at {address!r}" if address else "a local Ray"
-            raise JobError(f"cannot start or reach {where}: {reason}; give --address a running cluster's "
-                           "address (or auto), or leave it out to start a local Ray") from None
+            raise JobError(f"cannot start or reach {where}: {reason}; {fix}") from None
         finally:
             for sig, handler in handlers.items():
                 if handler is not None:
                     signal.signal(sig, handler)
-        self.started = True
 
     def map(self, chunks):
         """Outcomes of each chunk, in order (see :func:`taskflow.workers.process_chunk`); two chunks in
@@ -553,6 +720,8 @@ class RayPool:
         if self.started:
             self.ray.shutdown()
             self.started = False
+            _reap(self.session_dir)   # what Ray's shutdown left running
+        self._prints.close()   # Ray's driver threads are stopped (or the Ray is the caller's): stdout is theirs again
 
 
 class _ChunkRunner:

@@ -38,12 +38,12 @@ has_paddle2_wheel() {
     return "$status"
 }
 
-# Ray runs in the Paddle 3 environment only (its tests skip where Ray is absent).
-setup .venv-paddle3 test,ray "paddlepaddle>=3,<4"
+# Ray runs in the Paddle 3 environment only (its tests skip where Ray is absent); the server in both.
+setup .venv-paddle3 test,ray,serve "paddlepaddle>=3,<4"
 paddle2=yes
 [ -x .venv-paddle2/bin/python ] || "$PYTHON" -m venv .venv-paddle2
 if [ "$(version .venv-paddle2)" = "${PADDLE2#*==}" ] || has_paddle2_wheel .venv-paddle2/bin/python; then
-    setup .venv-paddle2 test "$PADDLE2" "numpy<2" "protobuf<4"
+    setup .venv-paddle2 test,serve "$PADDLE2" "numpy<2" "protobuf<4"
 else
     paddle2=
 fi

@@ -170,6 +170,17 @@ def test_every_task_option_is_a_flag(tiny_models, capsys):
     assert "error: unknown option --retrun-all-scores (did you mean --return-all-scores?) (see" in capsys.readouterr().err
 
 
+def test_a_value_option_before_the_task_name_keeps_the_tasks_flags(tiny_models, tmp_path, capsys):
+    """`taskflow --mode fast ner --user-dict d.txt ...`: "fast" is --mode's value, not the task."""
+    words = tmp_path / "dict.txt"
+    words.write_text("北京大学\n", encoding="utf-8")
+    lexical = str(tiny_models["ner"])
+    for argv in (["--mode", "fast", "--task-path", lexical, "ner"], [f"--task-path={lexical}", "--mode", "fast", "ner"],
+                 ["--quiet", "--task-pa", lexical, "ner"]):   # --task-pa: argparse's prefix of --task-path
+        assert main([*argv, "--user-dict", str(words), "我在北京大学"]) == 0, capsys.readouterr().err
+        assert "北京大学" in [word for word, _ in json.loads(capsys.readouterr().out)["words"]]
+
+
 def test_task_options_are_listed_in_help(capsys):
     with pytest.raises(SystemExit):
         main(["ner", "--help"])
@@ -467,3 +478,36 @@ def test_a_pipe_gets_every_result_before_a_bad_line(tiny_sentiment, tmp_path):
     assert run.returncode == 2
     assert [json.loads(line)["text"] for line in run.stdout.splitlines()] == texts
     assert run.stderr.startswith("taskflow: error: <stdin>:1001: empty line") and run.stderr.count("\n") == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, output", [("SIGTERM", False), ("SIGHUP", False), ("SIGTERM", True)],
+                         ids=["SIGTERM-stdout", "SIGHUP-stdout", "SIGTERM-output"])
+def test_a_stop_signal_ends_a_streaming_run_with_one_error_line(tiny_sentiment, tmp_path, name, output):
+    """A pipe left open, a signal once its first line is done: stdout holds whole results only (no Paddle
+    dump), stderr one `taskflow: error:` line, and --output's temporary file is gone."""
+    import signal
+    import subprocess
+    import time
+
+    work = tmp_path / "work"
+    work.mkdir()
+    extra = ["--output", str(work / "out.jsonl")] if output else []
+    with subprocess.Popen([sys.executable, "-m", "taskflow.cli", "senta", "--task-path", str(tiny_sentiment), *extra],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          encoding="utf-8", start_new_session=True) as run:
+        run.stdin.write("很好\n")
+        run.stdin.flush()
+        if output:   # its result is in the hidden temporary file the output is made from
+            deadline = time.monotonic() + 60
+            while not any(p.stat().st_size for p in work.iterdir()) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        else:
+            assert json.loads(run.stdout.readline())["text"] == "很好"
+        run.send_signal(getattr(signal, name))
+        out, err = run.communicate(timeout=60)
+    assert run.returncode == 2, err
+    assert all(json.loads(line) for line in out.splitlines()) and "FatalError" not in out + err
+    left = "out.jsonl was not written" if output else "the results before it were written to standard output"
+    assert err.startswith(f"taskflow: error: stopped by {name}; ") and left in err and err.count("\n") == 1, err
+    assert list(work.iterdir()) == []

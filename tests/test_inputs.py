@@ -188,3 +188,27 @@ def test_numpy_and_pandas_inputs_are_read_as_meant_or_refused_with_the_fix(tiny_
         pairs(table)
     assert pairs(table.iloc[0]) == pairs([("花呗怎么还款", "花呗如何还款")])         # a row, by its column names
     assert pairs([row for _, row in table.iterrows()]) == pairs(table.to_dict("records"))
+
+
+@pytest.mark.parametrize("marks", ["\u0301", "\u0301\u0302 \u0308", "\u20dd", "\u0903\u093e"])   # Mn, Mn, Me, Mc
+def test_a_text_of_combining_marks_alone_is_no_text(tiny_models, senta, marks):
+    with pytest.raises(InvalidInputError, match="text #1 is empty or only whitespace, invisible characters or "
+                                                "combining marks"):
+        senta(["很好", marks])
+    ner = Taskflow("ner", task_path=tiny_models["ner"])
+    (record,) = ner([marks], on_error="skip")
+    assert record["error_type"] == "InvalidInputError" and record["index"] == 0
+    (result,) = senta(["e\u0301"])          # a mark on a char is text
+    assert result["text"] == "e\u0301"
+
+
+@pytest.mark.parametrize("given", [("花呗怎么还款", "花呗如何还款", "花呗"), ["花呗"], ["a", "b", "c", "d"]])
+def test_texts_side_by_side_that_are_not_a_pair_say_how_many_a_pair_holds(tiny_models, given):
+    pairs = Taskflow("text_similarity", task_path=tiny_models["text_similarity"])
+    words = f"pair #0 must hold exactly 2 texts, got {len(given)}"
+    with pytest.raises(InvalidInputError, match=words):
+        pairs(given)
+    (record,) = pairs(given, on_error="skip")      # one item of the wrong size: one error record
+    assert record["index"] == 0 and words in record["error"]
+    with pytest.raises(InvalidInputError, match=words.replace("#0", "#1")):
+        pairs([("花呗怎么还款", "花呗如何还款"), given])

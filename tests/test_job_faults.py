@@ -111,7 +111,7 @@ def test_workers_exit_quietly(setup, tmp_path):
     assert (tmp_path / "out.jsonl").read_bytes() == setup["reference"]
 
 
-@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP], ids=["SIGKILL", "SIGTERM", "SIGHUP"])
 def test_a_parent_killed_mid_job_leaves_no_worker_and_a_resumable_state(setup, tmp_path, signum):
     target = tmp_path / "out.jsonl"
     job = Job(setup["runner"], [*setup["args"], "--output", str(target), "--workers", "2"], cwd=tmp_path)
@@ -121,8 +121,9 @@ def test_a_parent_killed_mid_job_leaves_no_worker_and_a_resumable_state(setup, t
     assert code is not None, "the job hung after the signal"
     assert not leftovers(job.workers), "a worker process outlived its parent"
     assert not any(mark in output for mark in PADDLE_DUMP), output
-    if signum == signal.SIGTERM:
-        assert code == 2 and "taskflow: error: stopped by SIGTERM; what was done is saved: rerun with --resume" in output
+    if signum != signal.SIGKILL:   # SIGTERM, or SIGHUP (the terminal closed): a clean stop, with its one line
+        name = signal.Signals(signum).name
+        assert code == 2 and f"taskflow: error: stopped by {name}; what was done is saved: rerun with --resume" in output
         assert "Traceback" not in output
     else:
         assert code == -signal.SIGKILL

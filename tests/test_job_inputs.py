@@ -290,6 +290,29 @@ def test_unusable_encodings_are_refused(flow, tmp_path):
         _job(flow, source, tmp_path / "out.jsonl", encoding="utf-16")
 
 
+def test_utf8_sig_is_utf8_with_its_bom_dropped(flow, tmp_path):
+    source = tmp_path / "in.csv"
+    _write(source, "csv", [_line("csv", i, t) for i, t in enumerate(TEXTS[:3])], bom=True)
+    _job(flow, source, tmp_path / "out.jsonl", encoding="utf-8-sig")
+    assert [(r["id"], r["text"]) for r in _read_jsonl(tmp_path / "out.jsonl")] == [(str(i), t) for i, t in
+                                                                                  enumerate(TEXTS[:3])]
+
+
+def test_a_line_a_codec_refuses_is_a_bad_record_naming_its_line(flow, tiny_sentiment, tmp_path, capsys):
+    """idna reads ASCII only, and cannot even replace what it refuses: each such line is one bad record."""
+    source = tmp_path / "in.txt"
+    source.write_text("hello\nnǐ hǎo\nxn--abc\nworld\n", encoding="utf-8")
+    target = tmp_path / "out.jsonl"
+    summary = _job(flow, source, target, encoding="idna", on_error="skip")
+    assert [r["line"] for r in _read_jsonl(target)] == [1, 4]
+    errors = _read_jsonl(tmp_path / "out.jsonl.errors.jsonl")
+    assert [r["line"] for r in errors] == [2, 3] and summary.skipped == 2
+    assert all(f"in.txt:{r['line']}: not valid idna (" in r["error"] and "--encoding" in r["error"] for r in errors)
+    assert errors[0]["input"] == "nǐ hǎo"     # shown as UTF-8, where the codec itself cannot replace
+    assert main(["senta", "--input", str(source), "--encoding", "idna", "--task-path", str(tiny_sentiment)]) == 2
+    assert capsys.readouterr().err.startswith(f"taskflow: error: {source}:2: not valid idna (")
+
+
 # ---------------------------------------------------------------- a file that grows while it is read
 
 def _grow_during_last_chunk(flow, monkeypatch, source, extra: bytes):

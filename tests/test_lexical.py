@@ -874,3 +874,74 @@ def test_a_broken_jieba_dictionary_is_a_manifest_error(tmp_path):
     write_package(tmp_path / "bad", fields, {"dict.txt.gz": tmp_path / "bad.gz"})
     with pytest.raises(ManifestError, match="not a jieba dictionary"):
         Taskflow("word_segmentation", mode="fast", task_path=str(tmp_path / "bad"))
+
+
+def _joined_by_hand(words, text, cuts, begins, tags):
+    """The word dictionary's join spelled out without its shortcuts: from each word, left to right,
+    the longest run of two or more words that spells a dictionary word, with no word the model keeps."""
+    from taskflow.tasks.lexical_analysis.dictionary import KEPT_BY_MODEL
+
+    longest = max(map(len, words), default=0)
+    if longest < 2 or not cuts:
+        return cuts
+    starts, ends = [0, *cuts], [*cuts, len(text)]
+    inside, taken_to = set(), 0
+    for i, s in enumerate(starts):
+        if s < taken_to:
+            continue
+        best = None
+        for e in ends[i + 1:]:
+            if e - s <= longest and text[s:e] in words and KEPT_BY_MODEL.isdisjoint(tags[s:e]):
+                best = e
+        if best is not None:
+            begins[s + 1:best] = [False] * (best - s - 1)
+            tags[s:best] = [words[text[s:best]]] * (best - s)
+            begins[s] = True
+            if best < len(text):
+                begins[best] = True
+            inside.update(range(s + 1, best))
+            taken_to = best
+    return [c for c in cuts if c not in inside]
+
+
+def test_word_dictionary_joins_as_the_plain_rule_says_on_random_texts():
+    import random
+
+    from taskflow.tasks.lexical_analysis import word_cuts
+    from taskflow.tasks.lexical_analysis.dictionary import WordDictionary
+
+    rng = random.Random(7)
+    chars = "粉丝性价比耳机"
+    for case in range(400):
+        words = {"".join(rng.choices(chars, k=rng.randint(2, 5))): rng.choice("nvd") for _ in range(rng.randint(0, 12))}
+        text = "".join(rng.choices(chars, k=rng.randint(0, 80)))
+        begins = [True] + [rng.random() < 0.6 for _ in text[1:]] if text else []
+        tags = [rng.choice(["n", "v", "n", "PER", "w"]) for _ in text]
+        cuts = word_cuts(begins, tags)
+        expected_begins, expected_tags = list(begins), list(tags)
+        expected = _joined_by_hand(words, text, list(cuts), expected_begins, expected_tags)
+        assert WordDictionary(words).apply(text, cuts, begins, tags) == expected, case
+        assert (begins, tags) == (expected_begins, expected_tags), case
+
+
+def test_word_dictionary_time_grows_linearly_with_the_text():
+    import time
+
+    from taskflow.tasks.lexical_analysis.dictionary import WordDictionary
+
+    # Every other char begins a candidate join ("ab" begins "abc") and none completes: the most
+    # work per char.  Eight times the text must cost about eight times the time, not sixty-four.
+    dictionary = WordDictionary({"abc": "n"})
+
+    def cost(n: int) -> float:
+        text = "ab" * (n // 2)
+        cuts, best = list(range(1, len(text))), float("inf")
+        for _ in range(3):
+            begins, tags = [True] * len(text), ["n"] * len(text)
+            start = time.process_time()
+            assert dictionary.apply(text, cuts, begins, tags) == cuts
+            best = min(best, time.process_time() - start)
+        return best
+
+    small, large = cost(15_000), cost(120_000)
+    assert large < 20 * small, f"8x the text took {large / small:.0f}x the time ({small:.3f} s -> {large:.3f} s)"

@@ -1,18 +1,24 @@
 """The model layer: packages found by name, networks by architecture type, normalisation by manifest."""
 
+import gc
+import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
+import threading
 import warnings
+import weakref
 
 import numpy as np
 import pytest
 
 from taskflow import Taskflow
 from taskflow import packages
-from taskflow.errors import ChecksumError, ManifestError
+from taskflow.errors import CacheWriteError, ChecksumError, ManifestError
 from taskflow.model import Model, network_types
+from taskflow.packages import Manifest
 from taskflow.text import Normalizer
 
 
@@ -217,3 +223,138 @@ def test_the_shipped_genre_router_runs_without_onednn():
     router_predictor = flow.task.predictors[-1]
     assert flow.task.ensemble.router.model.name == "genre_router" and router_predictor.options.onednn is False
     assert flow.task.predictor.options.onednn is True
+
+
+# ------------------------------------------------ weights read once, checked as read
+
+def _scores(flow, texts=("这家酒店很干净，服务也好", "等了一个小时还没上菜", "好")):
+    return [r["score"] for r in flow(list(texts))]
+
+
+def test_weights_swapped_after_verification_are_refused_not_built_or_exported(tiny_models, tmp_path):
+    from make_tiny_models import make_tiny_sentiment
+
+    genuine = tmp_path / "genuine"
+    shutil.copytree(tiny_models["sentiment_analysis"], genuine)
+    other = make_tiny_sentiment(tmp_path / "other", seed=1)      # same network, other weights
+    package, home = tmp_path / "package", tmp_path / "home"
+    shutil.copytree(genuine, package)
+    expected = _scores(Taskflow("sentiment_analysis", task_path=genuine, home=tmp_path / "reference"))
+    assert expected != _scores(Taskflow("sentiment_analysis", task_path=other, home=tmp_path / "reference"))
+
+    flow = Taskflow("sentiment_analysis", task_path=package, home=home)       # verified here
+    shutil.copyfile(other / "weights.npz", package / "weights.npz")           # written again before the first call
+    with pytest.raises(ChecksumError, match=r"weights\.npz has sha256 .* changed after the package was verified"):
+        flow(["好"])
+    assert not list((home / "taskflow" / ".exports").glob("*/inference.*")), "an export was made from the swapped file"
+    shutil.copyfile(genuine / "weights.npz", package / "weights.npz")
+    assert _scores(flow) == pytest.approx(expected, abs=1e-6)
+    assert _scores(Taskflow("sentiment_analysis", task_path=package, home=home)) == pytest.approx(expected, abs=1e-6)
+
+
+def test_an_export_not_stamped_with_the_weights_it_was_built_from_is_made_again(tiny_models, tmp_path):
+    """An export that an older taskflow made from weights swapped in after verification, under the
+    genuine package's key: its stamp names the key and its own files, not the weights it was built
+    from, so it is exported again from the verified weights rather than run."""
+    from make_tiny_models import make_tiny_sentiment
+
+    genuine = tiny_models["sentiment_analysis"]
+    other = make_tiny_sentiment(tmp_path / "other", seed=1)
+    home, scratch = tmp_path / "home", tmp_path / "scratch"
+    expected = _scores(Taskflow("sentiment_analysis", task_path=genuine, home=home))
+    swapped = _scores(Taskflow("sentiment_analysis", task_path=other, home=scratch))
+    assert expected != swapped
+    exports = lambda root: [p for p in (root / "taskflow" / ".exports").iterdir() if not p.name.startswith(".")]
+    (export,), (foreign,) = exports(home), exports(scratch)
+    stamp = json.loads((export / "export.json").read_text(encoding="utf-8"))
+    for name in stamp["files"]:
+        shutil.copyfile(foreign / name, export / name)
+    files = {name: hashlib.sha256((export / name).read_bytes()).hexdigest() for name in stamp["files"]}
+    (export / "export.json").write_text(json.dumps({"key": stamp["key"], "files": files}), encoding="utf-8")
+
+    assert _scores(Taskflow("sentiment_analysis", task_path=genuine, home=home)) == pytest.approx(expected, abs=1e-6)
+    assert json.loads((export / "export.json").read_text(encoding="utf-8"))["built_from"] == {
+        "weights.npz": Manifest.load(genuine / "manifest.json").files["weights.npz"]["sha256"]}
+
+
+# --------------------------------------------------------- models shared in a process
+
+def test_taskflows_on_one_package_share_its_model_and_predictor_while_one_lives(tiny_models, tmp_path):
+    tiny, home = tiny_models["sentiment_analysis"], tmp_path / "home"
+    first = Taskflow("sentiment_analysis", task_path=tiny, home=home)
+    expected = _scores(first)
+    for _ in range(20):        # a server or a notebook building the same pipeline again and again
+        flow = Taskflow("sentiment_analysis", task_path=tiny, home=home, return_all_scores=False)
+        assert _scores(flow) == expected
+        assert flow.model is first.model and flow.task.predictor is first.task.predictor
+    assert list(first.task.predictor._roots) == [True]       # one Paddle predictor made for all 21
+    threads = Taskflow("sentiment_analysis", task_path=tiny, home=home, num_threads=1)
+    assert threads.model is not first.model and threads.task.predictor is not first.task.predictor
+    assert _scores(threads) == pytest.approx(expected, abs=1e-6)
+    # Shared only while alive: the process does not keep models nobody holds.
+    model = weakref.ref(first.model)
+    del first, flow
+    gc.collect()
+    assert model() is None
+
+
+def test_a_shared_predictor_runs_each_threads_calls_on_its_own_clone(tiny_models, tmp_path):
+    tiny, home = tiny_models["sentiment_analysis"], tmp_path / "home"
+    texts = [f"这家酒店很干净，服务也好{'好' * i}" for i in range(12)]
+    expected = [_scores(Taskflow("sentiment_analysis", task_path=tiny, home=home), [t]) for t in texts]
+    flows = [Taskflow("sentiment_analysis", task_path=tiny, home=home) for _ in range(4)]
+    assert len({id(f.task.predictor) for f in flows}) == 1
+    got, clones = {}, set()
+
+    def work(k):
+        for i in range(k, len(texts), len(flows)):
+            got[i] = _scores(flows[k], [texts[i]])
+        clones.add(id(flows[k].task.predictor._local.predictors[True][0]))
+
+    workers = [threading.Thread(target=work, args=(k,)) for k in range(len(flows))]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert [got[i] for i in range(len(texts))] == [pytest.approx(e, abs=1e-6) for e in expected]
+    assert len(clones) == len(flows)        # one Paddle predictor per thread, none shared between threads
+
+
+# ------------------------------------------------------ a cache folder behind a symlink
+
+def test_a_task_folder_moved_behind_a_symlink_is_read_and_written_through_it(resources, tiny_models, tmp_path):
+    tiny = tiny_models["sentiment_analysis"]
+    _bundle(resources, tiny, "sentiment_analysis", "linked")
+    home, disk = tmp_path / "home", tmp_path / "other_disk" / "sentiment_analysis"
+    disk.mkdir(parents=True)
+    (home / "taskflow").mkdir(parents=True)
+    (home / "taskflow" / "sentiment_analysis").symlink_to(disk, target_is_directory=True)
+
+    flow = Taskflow("sentiment_analysis", model="linked", home=home)    # only the bundled copy is read
+    assert flow.model.source == "bundled"
+    assert _scores(flow) == pytest.approx(_scores(Taskflow("sentiment_analysis", task_path=tiny)), abs=1e-6)
+    assert list(disk.glob("linked/*/static/*/inference.pdiparams"))     # its export went through the link
+    cached = packages.copy_to_cache(flow.model.package, home)
+    assert cached.source == "cache" and (disk / "linked" / cached.manifest.version / "weights.npz").is_file()
+    assert packages.resolve("sentiment_analysis", "linked", home=home).source == "cache"
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="giving a symlink another owner needs root")
+def test_a_symlink_another_user_made_in_the_cache_is_read_through_but_never_written_through(resources, tiny_models,
+                                                                                            tmp_path):
+    tiny = tiny_models["sentiment_analysis"]
+    _bundle(resources, tiny, "sentiment_analysis", "planted")
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (home / "taskflow").mkdir(parents=True)
+    link = home / "taskflow" / "sentiment_analysis"
+    link.symlink_to(elsewhere, target_is_directory=True)
+    os.lchown(link, 4242, 4242)
+
+    model = Model.load("sentiment_analysis", "planted", home=home)
+    assert model.source == "bundled"
+    with pytest.raises(CacheWriteError, match="owned by uid 4242"):
+        packages.copy_to_cache(model.package, home)
+    with pytest.warns(RuntimeWarning, match="owned by uid 4242"):
+        assert elsewhere not in model.export_dir().parents
+    assert list(elsewhere.iterdir()) == []

@@ -180,7 +180,9 @@ def test_small_batches_run_without_onednn_and_agree_with_large_ones(tiny_sentime
         assert a["scores"] == pytest.approx(b["scores"], abs=1e-5)
     assert predictor._roots[True] is not predictor._roots[False]
     assert predictor._single_options.onednn is False and predictor.options.onednn is True
-    # A process that sends one text a call never makes the batches' predictor.
+    # A process that sends one text a call never makes the batches' predictor (the first Taskflow
+    # and its results go first: while they live, a Taskflow on the same package shares its predictor).
+    del flow, predictor, big
     single = Taskflow("sentiment_analysis", task_path=tiny_sentiment, home=tmp_path, return_all_scores=True)
     assert single([texts[0]])[0]["scores"] == pytest.approx(small[0]["scores"], abs=1e-6)
     assert list(single.task.predictor._roots) == [True]
@@ -232,6 +234,7 @@ def test_new_weights_under_the_same_version_are_exported_again(tiny_sentiment, t
 def test_half_written_export_is_not_used(tiny_sentiment, tmp_path):
     flow = Taskflow("sentiment_analysis", task_path=tiny_sentiment, home=tmp_path)
     expected = flow(["好"])
+    del flow    # else the next Taskflow shares its predictor, and never reads the export
     (export,) = _static_dirs(tmp_path)
     # A crash between the two files: the params are missing, so export again rather than fail.
     os.remove(export / "inference.pdiparams")
@@ -339,11 +342,12 @@ def test_changed_network_code_gets_a_fresh_export(tiny_sentiment, tmp_path, monk
     assert len(first) == 1
     Taskflow("sentiment_analysis", task_path=tiny_sentiment, home=tmp_path)(["好"])
     assert exports() == first                       # same code and weights: reused
-    before = flow.model.weights_key()
+    before, network = flow.model.weights_key(), flow.model.network_class()
+    del flow    # an upgrade is a new process: no model of the old code is left to share
     source = tmp_path / "net.py"
-    source.write_text(Path(inspect.getsourcefile(flow.model.network_class())).read_text() + "\n# upgraded\n")
+    source.write_text(Path(inspect.getsourcefile(network)).read_text() + "\n# upgraded\n")
     real = inspect.getsourcefile
-    monkeypatch.setattr("inspect.getsourcefile", lambda obj: str(source) if obj is flow.model.network_class() else real(obj))
+    monkeypatch.setattr("inspect.getsourcefile", lambda obj: str(source) if obj is network else real(obj))
     upgraded = Taskflow("sentiment_analysis", task_path=tiny_sentiment, home=tmp_path)
     assert upgraded.model.weights_key() != before
     upgraded(["好"])
@@ -547,7 +551,8 @@ def test_a_predictor_creation_cut_short_by_ctrl_c_is_made_again_at_the_next_call
     from taskflow.predictor import Predictor
 
     texts = [f"这家酒店很干净，服务也好{i}" for i in range(rows)]
-    expected = Taskflow("sentiment_analysis", task_path=tiny_models["sentiment_analysis"])(texts)
+    # A plain list: results hold their Taskflow, whose predictor the next one would share.
+    expected = list(Taskflow("sentiment_analysis", task_path=tiny_models["sentiment_analysis"])(texts))
     real, calls = Predictor._create, []
 
     def interrupted_once(config):
@@ -562,3 +567,94 @@ def test_a_predictor_creation_cut_short_by_ctrl_c_is_made_again_at_the_next_call
     with pytest.raises(KeyboardInterrupt):
         flow(texts)
     assert flow(texts) == expected and len(calls) >= 2 and len({id(c) for c in calls}) == len(calls)
+
+
+# ------------------------------------------------------ threads and processes of one's own
+
+_OTHER_THREAD = """
+import json, sys, threading
+# Paddle's dynamic-graph mode is per thread, and on only in the thread that imported Paddle.  (zlib
+# before Paddle, as importing taskflow does: Paddle 2.6 imported first breaks numpy's .npz inflate.)
+import zlib
+importer = threading.Thread(target=__import__, args=("paddle",))
+importer.start(); importer.join()
+results = {}
+
+def build_and_call(static):
+    from taskflow import Taskflow
+    try:
+        flow = Taskflow("sentiment_analysis", task_path=sys.argv[1], static=static, return_all_scores=True)
+        results[static] = [r["scores"]["positive"] for r in flow(["这家酒店很干净", "太差了"])]
+    except Exception as exc:
+        results[static] = f"{type(exc).__name__}: {exc}"[:500]
+
+for static in (True, False):
+    worker = threading.Thread(target=build_and_call, args=(static,))
+    worker.start(); worker.join()
+print(json.dumps({str(k): v for k, v in results.items()}))
+"""
+
+
+def test_a_network_is_exported_and_run_from_a_thread_other_than_the_one_that_imported_paddle(tiny_sentiment,
+                                                                                             tmp_path):
+    # A fresh process (Paddle's mode is process state) with a fresh cache, so the export is made there.
+    import json
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PPNLP_HOME": str(tmp_path / "home")}
+    out = subprocess.run([sys.executable, "-c", _OTHER_THREAD, str(tiny_sentiment)], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    results = json.loads(out.stdout.strip().splitlines()[-1])
+    assert all(isinstance(v, list) for v in results.values()), results
+    np.testing.assert_allclose(results["True"], results["False"], atol=1e-5)
+
+
+_POOL = """
+import multiprocessing, sys
+
+def label(job):
+    flow, text = job
+    return flow(text)[0]["label"]
+
+if __name__ == "__main__":
+    from taskflow import Taskflow
+    flow = Taskflow("sentiment_analysis", task_path=sys.argv[1])
+    with multiprocessing.get_context("spawn").Pool(2) as pool:     # ends its workers with SIGTERM
+        print(pool.map(label, [(flow, "好吃"), (flow, "难吃"), (flow, "一般")]))
+"""
+
+
+def test_a_spawn_pool_of_pickled_taskflows_ends_without_paddle_dumps(tiny_sentiment, tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "pool.py"
+    script.write_text(_POOL, encoding="utf-8")
+    out = subprocess.run([sys.executable, str(script), str(tiny_sentiment)], capture_output=True, text=True,
+                         timeout=180)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.count("[") == 1 and "FatalError" not in out.stdout, out.stdout[-2000:]
+    assert "FatalError" not in out.stderr and "Termination signal" not in out.stdout + out.stderr
+
+
+def test_paddle_keeps_its_crash_handlers_but_gives_sigterm_back():
+    """Only SIGTERM's handler is put back (a process asked to end ends quietly, by the default
+    action); Paddle's dump for a real crash (SIGSEGV) stays."""
+    import subprocess
+    import sys
+
+    code = """
+import signal
+def caught():
+    mask = int(next(l for l in open("/proc/self/status") if l.startswith("SigCgt")).split()[1], 16)
+    return {s: bool(mask >> (s - 1) & 1) for s in (signal.SIGSEGV, signal.SIGTERM)}
+from taskflow.predictor import import_paddle
+import_paddle()
+print(caught()[signal.SIGSEGV], caught()[signal.SIGTERM], signal.getsignal(signal.SIGTERM) == signal.SIG_DFL)
+"""
+    if not Path("/proc/self/status").exists():
+        pytest.skip("reads the caught signals from /proc")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split()[-3:] == ["True", "False", "True"]

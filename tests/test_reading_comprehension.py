@@ -732,10 +732,12 @@ def test_ensemble_weights_weigh_each_reader_s_probabilities(tiny, joint_package,
     update_manifest(package, {"ensemble_weights": [3, 1]})
     for span, score in _all_spans(package, item).items():
         assert score == pytest.approx(0.75 * own.get(span, 0.0) + 0.25 * member.get(span, 0.0), rel=1e-6, abs=1e-12)
-    for bad in ([1], [1, 0], [1, "2"], "equal"):
+    for bad in ([1], [1, 0], [1, "2"]):
         update_manifest(package, {"ensemble_weights": bad})
         with pytest.raises(ManifestError, match="ensemble_weights must be 2 positive numbers"):
             Taskflow("reading_comprehension", task_path=package)
+    with pytest.raises(ManifestError, match="'ensemble_weights' must be a JSON list"):   # the schema's type
+        update_manifest(package, {"ensemble_weights": "equal"})
     assert Taskflow("reading_comprehension", task_path=package, ensemble=False)(item)[0]["answer"]
 
 

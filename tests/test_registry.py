@@ -118,7 +118,8 @@ def test_import_is_light():
 
 
 def test_public_api_is_small():
-    assert sorted(taskflow.__all__) == sorted(["Taskflow", "Task", "TextTask", "register_task", "errors", "__version__"])
+    assert sorted(taskflow.__all__) == sorted(["Taskflow", "Client", "Task", "TextTask", "register_task", "errors",
+                                              "__version__"])
 
 
 # ------------------------------------------------------------------ model names
@@ -176,3 +177,24 @@ def test_a_model_name_that_is_a_path_is_refused(tiny_sentiment, tmp_path, monkey
         Taskflow("sentiment_analysis", model=name)(["很好"])
     assert "task_path=" in str(info.value) and "char_cnn" in str(info.value)
     assert sorted(p.name for p in evil.iterdir()) == before, "nothing may be written beside it"
+
+
+@pytest.mark.parametrize("control", ["\u202e", "\u202a", "\u2066", "\u2069", "\u200f", "\u200e"])
+def test_a_package_name_with_a_text_direction_control_is_refused(tiny_sentiment, tmp_path, capsys, control):
+    """"tiny\u202egpj.exe" shows as "tinyexe.jpg": such a name would list, log and serve as another."""
+    import json
+    import shutil
+
+    from taskflow.cli import main
+    from taskflow.errors import ManifestError
+
+    package = shutil.copytree(tiny_sentiment, tmp_path / "pkg")
+    manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
+    manifest["name"] = f"tiny{control}gpj.exe"
+    (package / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    assert main(["pack", str(package), str(tmp_path / "served")]) == 2
+    err = capsys.readouterr().err
+    assert f"text-direction controls (U+{ord(control):04X} at 4)" in err and "use a plain name" in err
+    assert not (tmp_path / "served").exists() or not any((tmp_path / "served").rglob("*.npz"))
+    with pytest.raises(ManifestError, match="text-direction controls"):
+        Taskflow("sentiment_analysis", task_path=str(package))

@@ -675,11 +675,16 @@ def test_a_routed_package_runs_each_text_through_the_network_its_router_picks(ti
         assert got["scores"] == pytest.approx(expected, abs=1e-6), text
     for k in (0, 1):
         assert alone[0]([texts[k]])[0]["scores"] != pytest.approx(alone[1]([texts[k]])[0]["scores"], abs=1e-4)
-    # More texts than a batch: each network's texts are batched apart (batch_order), same scores.
+    # More texts than a batch: each network's texts are batched apart (by the plan's keys), same scores.
     small_batches = Taskflow("sentiment_analysis", task_path=package, return_all_scores=True, batch_size=2)
-    mixed_order = [2, 0, 3, 1, 4]
-    assert small_batches.task.batch_order([(0, t) for t in texts], mixed_order) == sorted(
-        mixed_order, key=lambda k: genres[k] == "posts")
+    keys = small_batches.task.plan([(0, t) for t in texts])
+    assert [keys[k] == keys[texts.index(texts[2])] for k in range(len(texts))] == [g == "posts" for g in genres]
+    batches = []
+    preprocess = small_batches.task.preprocess
+    small_batches.task.preprocess = lambda units, routes: batches.append(routes) or preprocess(units, routes)
+    small_batches(texts)
+    assert len(batches) == 3 and all(len(set(routes)) == 1 for routes in batches), batches
+    del small_batches.task.preprocess
     for got, expected in zip(small_batches(texts), routed(texts)):
         assert got["scores"] == pytest.approx(expected["scores"], abs=1e-6)
 

@@ -63,7 +63,7 @@ def test_list_of_pairs_in_order_and_aliases(flow, tiny):
 @pytest.mark.parametrize("bad, error, index, words", [
     ("怎么修改微信密码", InputTypeError, None, "single str"),
     (42, InputTypeError, None, "got int"),
-    (["a", "b", "c"], InputTypeError, 0, "a list of 2 str is one pair"),
+    (["a", "b", "c"], InvalidInputError, 0, "pair #0 must hold exactly 2 texts, got 3"),   # one pair, too long
     ([["a", "b"], ["a", "b", "c"]], InvalidInputError, 1, "exactly 2 texts, got 3"),
     ([["a", "b"], ["a"]], InvalidInputError, 1, "exactly 2 texts, got 1"),
     ([["a", "b"], None], InputTypeError, 1, "got NoneType"),

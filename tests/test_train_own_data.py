@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import random
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -517,20 +519,60 @@ def test_training_shows_a_progress_bar_with_an_eta_on_a_terminal_and_none_when_q
     (["--out", "a_file"], "--out a_file is a file"),
     (["--out", "a_file/sub"], "a_file is a file, not a folder"),
     (["--out", "other"], "--out other holds other files and no package"),
+    (["--out", "dangling"], "--out dangling: dangling is a symbolic link to nowhere, which does not exist"),
+    (["--out", "dangling/sub"], "dangling is a symbolic link to nowhere, which does not exist"),
+    # New folders only, never a shipped model's own: where the refusal is missing, the test must not
+    # be what replaces one.
+    (["--out", "{shipped}/text_classification/mine"], "is inside the models taskflow ships"),
+    (["--out", "{shipped}/sentiment_analysis/mine", "--name", "char_cnn"], "is inside the models taskflow ships"),
+    (["--out", "link_to_shipped/sentiment_analysis/mine"], "is inside the models taskflow ships"),
+    (["--out", "{cache}/text_classification/mine/1.0.0"], "is inside taskflow's model cache"),
 ])
 def test_a_bad_option_or_out_folder_is_refused_before_training(tmp_path, monkeypatch, capsys, options, message):
+    import taskflow.resources
+
+    shipped = Path(taskflow.resources.__file__).parent
     monkeypatch.chdir(tmp_path)
     (tmp_path / "train.csv").write_text(GOOD_CSV, encoding="utf-8")
     (tmp_path / "a_file").write_text("not a folder", encoding="utf-8")
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine", encoding="utf-8")
+    (tmp_path / "dangling").symlink_to("nowhere")
+    (tmp_path / "link_to_shipped").symlink_to(shipped)
+    options = [o.format(shipped=shipped, cache=Path(os.environ["PPNLP_HOME"]) / "taskflow") for o in options]
     before = sorted(p.name for p in tmp_path.rglob("*"))
+    shipped_before = sorted(str(p) for p in shipped.rglob("*"))
     argv = ["train", "text_classification", "--train", "train.csv", "--quiet", *options]
-    with pytest.raises(SystemExit) as info:
-        cli(argv if "--out" in options else [*argv, "--out", "model"])
+    try:
+        with pytest.raises(SystemExit) as info:
+            cli(argv if "--out" in options else [*argv, "--out", "model"])
+    finally:
+        made = sorted(set(map(str, shipped.rglob("*"))) - set(shipped_before))
+        for path in made:
+            shutil.rmtree(path, ignore_errors=True)
+    assert not made, f"written among the shipped models: {made}"
     error = capsys.readouterr().err
     assert info.value.code == 2 and error.startswith("taskflow: error: ") and message in error, error
     assert sorted(p.name for p in tmp_path.rglob("*")) == before      # nothing trained, nothing written
+
+
+def test_out_dot_writes_the_package_into_the_current_folder_named_after_it(tmp_path, monkeypatch):
+    here = tmp_path / "my_reviews"
+    here.mkdir()
+    (tmp_path / "train.csv").write_text(GOOD_CSV, encoding="utf-8")
+    monkeypatch.chdir(here)
+    manifest = train("text_classification", "--train", "../train.csv", "--out", ".", "--epochs", "1", "--quiet",
+                     *TINY_CNN)
+    assert manifest.name == "my_reviews" and (here / "manifest.json").is_file()
+    assert Taskflow("text_classification", task_path=".")(["好棒快"])[0]["label"] in {"1", "3", "5"}
+
+
+def test_out_that_cannot_be_written_is_refused_before_training(tmp_path, monkeypatch, capsys):
+    # /proc takes no new folders, even from root, whatever its permission bits say.
+    (tmp_path / "train.csv").write_text(GOOD_CSV, encoding="utf-8")
+    with pytest.raises(SystemExit) as info:
+        cli(["train", "text_classification", "--train", str(tmp_path / "train.csv"), "--out", "/proc/my_model"])
+    assert info.value.code == 2 and "--out /proc/my_model: cannot write in /proc" in capsys.readouterr().err
 
 
 def test_a_package_is_replaced_manifest_first(tmp_path):

@@ -170,3 +170,10 @@ print(json.dumps({"file": taskflow.__file__, "repr": repr(flow), "out": out, "do
 
     cli = _run(venv / "bin" / "taskflow", "sentiment_analysis", "服务太差了", cwd=tmp_path, env=env)
     assert json.loads(cli.stdout)["label"] == "negative"
+
+    # Right after the install, in the checkout's root, where `import taskflow` finds the source
+    # folder ahead of the wheel: the first example still runs (the checkout's tasks and models).
+    first = _run(python, "-c", "import taskflow; from taskflow import Taskflow; "
+                 "print(taskflow.__file__, Taskflow('sentiment_analysis')('服务太差了')[0]['label'])",
+                 cwd=source, env=env)
+    assert first.stdout.split() == [str(source / "taskflow" / "__init__.py"), "negative"], first.stderr

@@ -44,6 +44,7 @@ from typing import Any, Iterable
 
 from taskflow.errors import OptionError, UserDictError
 from taskflow.registry import register_task
+from taskflow.task import Option
 from taskflow.tasks.lexical_analysis.tagger import LexicalStages, normalize, words_from_labels
 from taskflow.tasks.lexical_analysis.user_dict import DictItem, UserDict, user_dict_lines
 
@@ -216,6 +217,23 @@ class KnowledgeMiningTask(LexicalStages):
     [{'text': '长津湖很好看', 'items': [{'item': '长津湖', 'offset': 0, 'length': 3,
       'wordtag_label': '作品类_实体', 'termid': None}, ...]}]
     """
+
+    declared = {
+        "term_tree": Option(
+            None,
+            'a term file (``.tsv``/``.tsv.gz``, format in :mod:`.termtree`) or a :class:`TermTree` replacing '
+            'the shipped tree.',
+            "str"),
+        "user_dict": Option(
+            None,
+            'a file path or a list of lines, one item a line, parts separated by spaces, each optionally '
+            '``word/category``: ``长津湖/作品类_实体``, ``华为 手机/物体类``. User items win over the model and the tree.',
+            "str"),
+        "user_dict_format": Option(
+            'auto',
+            '``"auto"`` or ``"lac"`` (the format above; kept for symmetry with the lexical tasks).',
+            "str"),
+    }
 
     default_model = "termtree"
     lexical_role = "lexical"

@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from taskflow.registry import register_task
+from taskflow.task import Option
 
 from .tags import JIEBA_TO_LAC
 # The shared tagger (tagger.py); its main names are this package's too.
@@ -62,6 +63,19 @@ class LexicalAnalysisTask(LexicalStages):
     >>> Taskflow("lexical_analysis", user_dict=["北京大学/ORG"])("我在北京大学")   # doctest: +SKIP
     [{'text': '我在北京大学', 'segs': ['我', '在', '北京大学'], 'tags': ['r', 'p', 'ORG']}]
     """
+
+    declared = {
+        "user_dict": Option(
+            None,
+            'a UTF-8 text file (or a list of its lines) of words the model must get right, one entry a line: '
+            'a word, or its parts separated by spaces, each optionally tagged, ``春天/SEASON`` or ``花 开/v``; or'
+            " jieba's ``word [freq] [tag]``. Entries win over the model.",
+            "str"),
+        "user_dict_format": Option(
+            'auto',
+            "how user_dict's lines are read: ``auto`` (told by the lines), ``lac`` or ``jieba``.",
+            "str"),
+    }
 
     default_model = "bigru_crf"
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import gzip
 import io
 from bisect import bisect_right
-from itertools import islice
 from pathlib import Path
 
 from taskflow.packages import atomic_write_bytes
@@ -80,8 +79,11 @@ class WordDictionary:
             if s < taken_to:
                 continue
             # The longest word from s to the end of a later word, with no word the model keeps.
+            # Indexing from the bisection, not walking the list from its start, keeps a long text
+            # linear: ``islice(ends, k, None)`` steps over the k ends before it for every candidate.
             best = None
-            for e in islice(ends, bisect_right(ends, s) + 1, None):
+            for j in range(bisect_right(ends, s) + 1, len(ends)):
+                e = ends[j]
                 if e - s > longest:
                     break
                 if text[s:e] in words and KEPT_BY_MODEL.isdisjoint(tags[s:e]):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from taskflow.errors import ManifestError
-from taskflow.task import TextTask
+from taskflow.task import Option, TextTask
 
 from .tagger import normalize, words_from_labels
 from .user_dict import load_user_dict
@@ -40,6 +40,11 @@ class JiebaSegmentationTask(TextTask):
     name = "word_segmentation"   # picked by WordSegmentationTask.class_for for word_segmentation packages
     single_text_unwrapped = True
     runs_network = False
+    declared = {
+        "user_dict": Option(None, "the base mode's user dictionary (LAC's ``花 开`` lines or jieba's ``word [freq] "
+                                  "[tag]``), applied after jieba.", "str"),
+        "user_dict_format": Option("auto", "how user_dict's lines are read: ``auto``, ``lac`` or ``jieba``.", "str"),
+    }
 
     def __init__(self, model, *, user_dict: Any = None, user_dict_format: str = "auto",
                  batch_size: int | None = None):

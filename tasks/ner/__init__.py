@@ -27,6 +27,7 @@ from typing import Any, Iterable
 
 from taskflow.errors import OptionError
 from taskflow.registry import register_task
+from taskflow.task import Option, bool_option
 from taskflow.tasks.knowledge_mining import CATEGORIES, ENTITY_CATEGORIES, KnowledgeMiningTask
 from taskflow.tasks.lexical_analysis import LexicalAnalysisTask
 
@@ -43,8 +44,6 @@ class EntityOutput:
 
     def set_entity_options(self, entity_labels: Iterable[str] | None, entity_only: Any, default: Iterable[str],
                            known: list[str], example: str) -> None:
-        from taskflow.task import bool_option
-
         self.entity_only = bool_option("entity_only", entity_only)
         if entity_labels is None:
             self.entity_labels = frozenset(default)
@@ -99,6 +98,18 @@ class NERTask(EntityOutput, LexicalAnalysisTask):
     ``mode="accurate"`` gives WordTag categories instead; see :class:`AccurateNERTask`.
     """
 
+    declared = {
+        "entity_labels": Option(
+            None,
+            'which tags count as entities (default PER, LOC, ORG, TIME, or the types of a model trained by '
+            "``taskflow train ner``, and the user dictionary's own labels, e.g. MOVIE in 长津湖/MOVIE).",
+            "list"),
+        "entity_only": Option(
+            False,
+            'keep only entity words in ``words``.',
+            "bool", per_call=True, check=bool_option),
+    }
+
     default_model = "lexical_analysis/bigru_crf"
     modes = {"fast": "lexical_analysis/bigru_crf", "accurate": "knowledge_mining/termtree"}
 
@@ -136,6 +147,18 @@ class AccurateNERTask(EntityOutput, KnowledgeMiningTask):
                    {'text': '北京大学', 'label': '组织机构类', 'start': 3, 'end': 7}],
       'words': [('李明', '人物类_实体'), ('北京大学', '组织机构类')]}]
     """
+
+    declared = {
+        "entity_labels": Option(
+            None,
+            'which WordTag categories count as entities (default: ENTITY_CATEGORIES, and the user '
+            "dictionary's own categories).",
+            "list"),
+        "entity_only": Option(
+            True,
+            'keep only entity words in ``words`` (default True).',
+            "bool", per_call=True, check=bool_option),
+    }
 
     name = "ner"   # registered through NERTask.class_for
 

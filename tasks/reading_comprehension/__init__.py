@@ -66,7 +66,7 @@ from taskflow.model import register_network
 from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
 from taskflow.ensemble import Ensemble, feeds_of
-from taskflow.task import MultiTextTask, bool_option, int_option, number_option
+from taskflow.task import MultiTextTask, Option, bool_option, int_option, number_option
 
 from .data import (FEATURES, NullModel, Prepared, Vocab, distinct_top_spans, encode, ensemble_null, mean_span_scores,
                    merge, no_answer_score, prepare, span_scores, top_spans, windows)
@@ -297,6 +297,46 @@ class ReadingComprehensionTask(MultiTextTask):
     >>> Taskflow("question_answering_extractive", top_k=2)(("北京是中国的首都。", "中国的首都是哪里？"))  # doctest: +SKIP
     [[{'question': '中国的首都是哪里？', 'answer': '北京', 'start': 0, 'end': 2, 'score': 0.70...}, ...]]
     """
+
+    declared = {
+        "top_k": Option(
+            1,
+            'answers per item; 1 (default) gives one dict per item, more a list of dicts per item, best '
+            'first.',
+            "int", per_call=True, check=int_option),
+        "max_answer_len": Option(
+            None,
+            "longest answer in chars (default: the model's, 64).",
+            "int", per_call=True, check=int_option),
+        "max_seq_len": Option(
+            None,
+            "window size in chars (default: the model's, 512).",
+            "int"),
+        "doc_stride": Option(
+            None,
+            "overlap of consecutive windows in chars (default: the model's, 128; with a smaller max_seq_len, "
+            'the same share of it).',
+            "int"),
+        "handle_impossible_answer": Option(
+            False,
+            'allow "no answer": give ``\'\'`` (start = end = 0) when the model\'s score for "the answer is not '
+            'in the context" beats the best span\'s score by the null_threshold margin (else the best span is '
+            'always given).',
+            "bool", per_call=True, check=bool_option),
+        "null_threshold": Option(
+            None,
+            "the margin of handle_impossible_answer, ``ln(null) - ln(best span)`` (or the package's null "
+            "model's score) above which the answer is ``''`` (default: the model's tuned value, else 0; lower"
+            ' says "no answer" more often).',
+            "float"),
+        "ensemble": Option(
+            True,
+            "with a package whose manifest names an ``ensemble`` (readers it requires, e.g. the default's "
+            'word-vector reader), every reader scores every span and their probabilities are averaged '
+            "(default True); False runs the package's own reader alone, in about half the time, with its own "
+            '``null_threshold``.',
+            "bool"),
+    }
 
     default_model = "drqa_char"
     # accurate: drqa_char's two readers voting with the fine-tuned encoder (about 4x the time).

@@ -36,7 +36,7 @@ import numpy as np
 from taskflow.ensemble import softmax
 from taskflow.errors import ManifestError, OptionError
 from taskflow.registry import register_task
-from taskflow.task import bool_option
+from taskflow.task import Option, bool_option
 from taskflow.tasks.text_classification import NORMALIZATION, TextClassificationTask, encode, normalize, read_vocab
 
 __all__ = ["SentimentAnalysisTask", "encode", "normalize", "read_vocab", "temper", "NORMALIZATION"]
@@ -71,6 +71,10 @@ class SentimentAnalysisTask(TextClassificationTask):
     # neutral=True runs the three-label char CNN (also the accurate mode's char CNN).
     option_models = {"neutral": "char_cnn_neutral"}
     label_colours = {"positive": "#bbf7d0", "negative": "#fecaca", "neutral": "#e5e7eb"}
+    declared = {
+        "neutral": Option(False, "a third label, ``\"neutral\"``, for text without an opinion (runs "
+                                 "``char_cnn_neutral``, or a package of your own with that label).", "bool"),
+    }
 
     def __init__(self, model, *, neutral: bool = False, **options):
         super().__init__(model, **options)

@@ -31,7 +31,6 @@ are batched by their route, and each network reads only the chunks sent to it.
 from __future__ import annotations
 
 import html
-import threading
 
 import numpy as np
 
@@ -41,7 +40,7 @@ from taskflow.model import register_network
 from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
 from taskflow.ensemble import Ensemble
-from taskflow.task import TextTask, bool_option
+from taskflow.task import Option, TextTask, bool_option
 from taskflow.text import Normalizer
 
 __all__ = ["TextClassificationTask", "ClassifierNetwork", "encode", "read_vocab", "normalize", "NORMALIZATION"]
@@ -118,12 +117,17 @@ class TextClassificationTask(TextTask):
     default_model = ""      # none bundled: Taskflow asks for task_path and says how to train one
     default_batch_size = 32
     label_colours: dict[str, str] = {}
+    declared = {
+        "return_all_scores": Option(False, "also return ``scores``, the probability of every label.", "bool",
+                                    per_call=True, check=bool_option),
+        "ensemble": Option(True, "with a package that names an ``ensemble``, mix its networks' probabilities "
+                                 "(the default); False runs the package's own network alone.", "bool"),
+    }
 
     def __init__(self, model, *, return_all_scores: bool = False, ensemble: bool = True, **base):
         super().__init__(model, **base)
         self.return_all_scores = bool_option("return_all_scores", return_all_scores)
         self.ensemble = Ensemble(model, ClassifierNetwork, members=bool_option("ensemble", ensemble), routes=True)
-        self._routing = threading.local()     # the router's choices of the call in progress, by unit
         self.networks = self.ensemble.networks
         own = self.networks[0]
         # Per network, the columns of its output that are the package's labels, in the package's order:
@@ -158,19 +162,13 @@ class TextClassificationTask(TextTask):
         """The package's own predictor, then each ensemble member's."""
         return self.ensemble.predictors(self.predictor, lambda n: n.input_specs(self.batch_size, self.max_length))
 
-    def preprocess(self, units):
+    def preprocess(self, units, routes=None):
         texts = [text for _, text in units]
         if self.ensemble.router is None:
             return self.ensemble.feeds(lambda _, network: network.feeds(texts))
-        # Routed: the router's choice (made by batch_order where it ran), and the texts, which
-        # forward reads with each network's vocabulary for the rows sent to it only.
-        routes = getattr(self._routing, "routes", {})
-        known = [routes.pop(id(unit), (None, None)) for unit in units]     # each unit's batch comes once
-        if all(held is unit for (held, _), unit in zip(known, units)):
-            choice = np.array([route for _, route in known])
-        else:
-            choice = self.ensemble.route(self.ensemble.router.feeds(texts), self.predictors)
-        return {"texts": texts, "choice": choice}
+        # Routed: the router's choice for each unit (plan), and the texts, which forward reads with
+        # each network's vocabulary for the rows sent to it only.
+        return {"texts": texts, "choice": np.array(routes)}
 
     def forward(self, features):
         """Each network's label probabilities, the package's own first (routed: NaN on the rows
@@ -201,20 +199,19 @@ class TextClassificationTask(TextTask):
             rows.append(np.asarray(probs, dtype=np.float64) if routed else self._package_labels(k, probs))
         return np.stack(rows, axis=1).tolist()
 
-    def batch_order(self, units, order):
-        """Routed, over more units than one batch: each network's units in batches of their own
-        (the router runs on every unit first), so a batch runs one network, not two on a few rows each."""
-        if self.ensemble.router is None or len(units) <= self.batch_size:
-            return order
-        route = {}
+    def plan(self, units):
+        """Routed: the router's choice for every unit (it reads them in batches, longest first, as
+        the networks will), so that each network's units are batched apart."""
+        if self.ensemble.router is None:
+            return None
+        order = sorted(range(len(units)), key=lambda k: -len(units[k][1]))
+        route = [0] * len(units)
         for start in range(0, len(order), self.batch_size):
             picked = order[start:start + self.batch_size]
             choice = self.ensemble.route(self.ensemble.router.feeds([units[k][1] for k in picked]), self.predictors)
-            route.update(zip(picked, choice.tolist()))
-        # preprocess takes the choices back, each with its unit (held, so that no other object can
-        # take its id meanwhile); per thread, as threads may share this task.
-        self._routing.routes = {id(units[k]): (units[k], r) for k, r in route.items()}
-        return sorted(order, key=route.__getitem__)     # stable: longest first within each network
+            for k, r in zip(picked, choice.tolist()):
+                route[k] = r
+        return route
 
     def network_probabilities(self, results, units) -> np.ndarray:
         """[networks, labels]: each network's probabilities for the text, its chunks' averaged,

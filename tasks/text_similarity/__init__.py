@@ -57,7 +57,7 @@ from taskflow.model import register_network
 from taskflow.predictor import InputSpec
 from taskflow.registry import register_task
 from taskflow.ensemble import Ensemble
-from taskflow.task import MultiTextTask, bool_option, number_option
+from taskflow.task import MultiTextTask, Option, bool_option, number_option
 
 from .features import Vocab, encode, model_text
 
@@ -159,6 +159,25 @@ class TextSimilarityTask(MultiTextTask):
     >>> Taskflow("text_matching", threshold=0.7)(("怎么修改微信密码", "微信密码怎么改"))   # doctest: +SKIP
     [{'text1': '怎么修改微信密码', 'text2': '微信密码怎么改', 'similarity': 0.98..., 'label': 1}]
     """
+
+    declared = {
+        "threshold": Option(
+            None,
+            "similarity at or above which ``label`` is 1 (default: the model's own, tuned on held-out dev "
+            'data; 0.5 if it has none).',
+            "float", per_call=True, check=lambda name, value: number_option(name, value, 0.0, 1.0)),
+        "return_embeddings": Option(
+            False,
+            'also return ``embedding1`` / ``embedding2``, the sentence vectors, for retrieval; only models '
+            'that encode each text alone (bi-encoders, ``architecture.type == "siamese"``) have them (an '
+            "ensemble's are its own network's).",
+            "bool"),
+        "ensemble": Option(
+            True,
+            'with a package that names an ``ensemble``, average the probabilities of all its networks '
+            "(default True); False runs the package's own network alone, with its own threshold.",
+            "bool"),
+    }
 
     default_model = "siamese_char_word"
     # accurate: three bi-encoders, two with a BiGRU (+1 point on LCQMC / BQ test; 0.45x the speed).
