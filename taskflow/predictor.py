@@ -438,6 +438,9 @@ def _private_export_root() -> Path:
 # up to 4 rows for the sentiment char CNN and the encoder and oneDNN from 8 (1.4x at 16), but with 4
 # a single review cut into more chunks still grew memory; 16 keeps one-text calls flat.
 SMALL_BATCH = 16
+# Idle Paddle predictors a Predictor keeps for the next calls (per batch kind); one more call at
+# once than that makes a clone that is dropped after.
+MAX_IDLE = 8
 
 
 class Predictor:
@@ -447,9 +450,12 @@ class Predictor:
     and in eval mode; ``weights_key`` (the weights' sha256) names the export,
     so new weights are exported again; ``built_from`` (file name -> sha256)
     names the files the network is built from, recorded in the export and
-    checked before it is reused.  Calls are thread-safe: each thread
-    gets its own clone of the Paddle Inference predictor, which shares the
-    weights but not the scratch tensors.
+    checked before it is reused.  Calls are thread-safe: each call takes an
+    idle Paddle Inference predictor from a pool (a clone, which shares the
+    weights but not the scratch tensors, is made when none is idle) and puts it
+    back after; so there are as many as calls ever ran at once, not one per
+    thread that ever called, and a new thread's first call reuses a warm one.
+    At most ``MAX_IDLE`` idle ones are kept.
 
     On a CPU with oneDNN on, a batch of at most ``SMALL_BATCH`` rows runs on a second predictor
     without oneDNN; each of the two is made at the first call that needs it. oneDNN builds kernels
@@ -472,15 +478,14 @@ class Predictor:
         self.inputs = tuple(inputs)
         self._build_network = build_network
         self._built_from = dict(built_from or {})
-        self._local = threading.local()
+        self._idle: dict[bool, list] = {False: [], True: []}   # small batch? -> predictors no call holds
         self._lock = threading.Lock()
         self._paddle = import_paddle()
         # Options of the predictor for small batches: None where they are the same as for the others.
         self._single_options = (dataclasses.replace(self.options, onednn=False)
                                 if self.options.static and self.options.device.kind == "cpu" and self.options.onednn
                                 else None)
-        self._roots: dict[bool, object] = {}     # small batch? -> the predictor threads clone
-        self._taken: set[bool] = set()           # roots already given to a thread
+        self._roots: dict[bool, object] = {}     # small batch? -> the first predictor, which others clone
         if self.options.static:
             self.model_file, self.params_file = self._export(Path(export_dir), weights_key)
             # Not needed again; and dropping it lets a model and this predictor be freed by reference
@@ -560,17 +565,16 @@ class Predictor:
 
         return inference.create_predictor(config)
 
-    def _thread_predictor(self, small: bool):
-        """This thread's predictor for batches of at most SMALL_BATCH rows (``small``) or for the
-        others, with its input handles (in ``self.inputs``' order) and output handles: a handle
-        stays bound to its tensor, so each is asked for once, not at every run."""
+    @contextlib.contextmanager
+    def _checked_out(self, small: bool):
+        """An idle predictor for batches of at most SMALL_BATCH rows (``small``) or for the others,
+        with its input handles (in ``self.inputs``' order) and output handles, held for one run: a
+        handle stays bound to its tensor, so each is asked for once, not at every run."""
         single = small and self._single_options is not None
-        predictors = getattr(self._local, "predictors", None)
-        if predictors is None:
-            predictors = self._local.predictors = {}
-        bound = predictors.get(single)
-        if bound is None:
-            with self._lock:
+        with self._lock:
+            idle = self._idle[single]
+            bound = idle.pop() if idle else None
+            if bound is None:
                 if single not in self._roots:
                     # A config serves one predictor, and Paddle takes it even when the creation is cut
                     # short (Ctrl-C): each attempt gets its own, so the next call can still make one.
@@ -579,15 +583,17 @@ class Predictor:
                     if not single:
                         self.config = config
                     self._roots[single] = self._create(config)
-                # The first thread uses the root; others clone it (weights are shared).
-                if single not in self._taken:
-                    self._taken.add(single)
                     predictor = self._roots[single]
                 else:
-                    predictor = self._roots[single].clone()
-            bound = predictors[single] = (predictor, [predictor.get_input_handle(s.name) for s in self.inputs],
-                                          [predictor.get_output_handle(n) for n in predictor.get_output_names()])
-        return bound
+                    predictor = self._roots[single].clone()     # the weights are shared
+                bound = (predictor, [predictor.get_input_handle(s.name) for s in self.inputs],
+                         [predictor.get_output_handle(n) for n in predictor.get_output_names()])
+        try:
+            yield bound
+        finally:
+            with self._lock:
+                if len(self._idle[single]) < MAX_IDLE:
+                    self._idle[single].append(bound)
 
     # -------------------------------------------------------------------- run
     def run(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
@@ -598,13 +604,13 @@ class Predictor:
         if not self.options.static:
             return self._run_dynamic(feeds)
         rows = max((np.shape(feeds[spec.name])[0] for spec in self.inputs if np.ndim(feeds[spec.name])), default=1)
-        predictor, inputs, outputs = self._thread_predictor(small=rows <= SMALL_BATCH)
-        for spec, handle in zip(self.inputs, inputs):
-            array = np.ascontiguousarray(feeds[spec.name], dtype=spec.dtype)
-            handle.reshape(array.shape)
-            handle.copy_from_cpu(array)
-        predictor.run()
-        return [handle.copy_to_cpu() for handle in outputs]
+        with self._checked_out(small=rows <= SMALL_BATCH) as (predictor, inputs, outputs):
+            for spec, handle in zip(self.inputs, inputs):
+                array = np.ascontiguousarray(feeds[spec.name], dtype=spec.dtype)
+                handle.reshape(array.shape)
+                handle.copy_from_cpu(array)
+            predictor.run()
+            return [handle.copy_to_cpu() for handle in outputs]
 
     def _run_dynamic(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         paddle = self._paddle

@@ -101,6 +101,8 @@ def check_fields(data: Mapping[str, Any], source: str) -> None:
                                 "a manifest may hold)")
         if key == "version" and isinstance(value, int) and not isinstance(value, bool):
             continue     # an int version ("version": 2) is read as its str
+        if value is None and key not in ("task", "name", "version", "files"):
+            continue     # null is the field left out (a recipe writes "temperature": null for "none fitted")
         expected = _JSON_TYPES[field.kind]
         if isinstance(value, bool) and field.kind != "bool" or not isinstance(value, expected) or (
                 field.kind == "float" and not math.isfinite(value)):

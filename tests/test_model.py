@@ -1,5 +1,6 @@
 """The model layer: packages found by name, networks by architecture type, normalisation by manifest."""
 
+import contextlib
 import gc
 import hashlib
 import json
@@ -298,26 +299,57 @@ def test_taskflows_on_one_package_share_its_model_and_predictor_while_one_lives(
     assert model() is None
 
 
-def test_a_shared_predictor_runs_each_threads_calls_on_its_own_clone(tiny_models, tmp_path):
+def test_a_shared_predictor_runs_concurrent_calls_on_clones_from_a_pool(tiny_models, tmp_path):
     tiny, home = tiny_models["sentiment_analysis"], tmp_path / "home"
     texts = [f"这家酒店很干净，服务也好{'好' * i}" for i in range(12)]
     expected = [_scores(Taskflow("sentiment_analysis", task_path=tiny, home=home), [t]) for t in texts]
     flows = [Taskflow("sentiment_analysis", task_path=tiny, home=home) for _ in range(4)]
+    predictor = flows[0].task.predictor
     assert len({id(f.task.predictor) for f in flows}) == 1
-    got, clones = {}, set()
+    got, used = {}, set()
+    barrier = threading.Barrier(len(flows))
+    checked_out = predictor._checked_out
+
+    @contextlib.contextmanager
+    def watched(small):
+        with checked_out(small) as bound:
+            used.add(id(bound[0]))
+            barrier.wait(timeout=30) if len(used) <= len(flows) and not barrier.broken else None
+            yield bound
 
     def work(k):
         for i in range(k, len(texts), len(flows)):
             got[i] = _scores(flows[k], [texts[i]])
-        clones.add(id(flows[k].task.predictor._local.predictors[True][0]))
 
+    predictor._checked_out = watched
     workers = [threading.Thread(target=work, args=(k,)) for k in range(len(flows))]
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join()
+    del predictor._checked_out
     assert [got[i] for i in range(len(texts))] == [pytest.approx(e, abs=1e-6) for e in expected]
-    assert len(clones) == len(flows)        # one Paddle predictor per thread, none shared between threads
+    assert len(used) == len(flows)       # four calls at once ran on four Paddle predictors, none shared
+
+
+def test_new_threads_reuse_idle_predictors_instead_of_making_their_own(tiny_models, tmp_path):
+    tiny, home = tiny_models["sentiment_analysis"], tmp_path / "home"
+    flow = Taskflow("sentiment_analysis", task_path=tiny, home=home)
+    flow(["好吃"])
+    predictor = flow.task.predictor
+    seen = set()
+
+    def call():
+        with predictor._checked_out(True) as bound:
+            seen.add(id(bound[0]))
+        flow(["服务很好"])
+
+    for _ in range(30):                   # a thread per request, one after another
+        thread = threading.Thread(target=call)
+        thread.start()
+        thread.join()
+    assert len(seen) == 1, "each new thread took the warm predictor, none made its own"
+    assert len(predictor._idle[True]) == 1
 
 
 # ------------------------------------------------------ a cache folder behind a symlink
