@@ -641,6 +641,15 @@ class JobFiles:
             raise OutputWriteError(f"cannot move the finished output {output} into place: {exc}") from exc
         return has_errors
 
+    def discard(self) -> None:
+        """Remove this job's working files: for a job that stopped before it wrote anything, whose
+        checkpoint would only say "nothing done" (closed first, so the lock is given back)."""
+        self.close()
+        for path in (self.out_tmp, self.err_tmp, self.ckpt):
+            if path is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+
     @staticmethod
     def _drop_checkpoint(path: Path) -> None:
         with contextlib.suppress(FileNotFoundError):

@@ -292,7 +292,12 @@ def _run_with_checkpoints(task, source: InputFile, summary: JobSummary, output_p
     with sigterm_stops_the_job():
         files = JobFiles(output_path, errors_path, identity, source, resume)
         try:
-            _run(task, source, files, summary, **options)
+            try:
+                _run(task, source, files, summary, **options)
+            except InvalidInputError:
+                if files.done == 0:        # a bad first record: nothing to resume, so nothing is left behind
+                    files.discard()
+                raise
             if files.finish():
                 summary.errors_file = str(errors_path)
                 summary.messages.append(summary.skipped_message(errors_path))
@@ -488,7 +493,8 @@ def _write_outcomes(outcomes: list, files: JobFiles, summary: JobSummary, on_err
                 files.check_input(record.end, f"line {record.line} was read after that and failed: {reason}")
                 files.write(out_lines, [], files.done + len(out_lines), in_bytes)  # all before it were good
                 summary.processed += len(out_lines)
-                raise InvalidInputError(f"{error}. Fix the line and {files.after_stop}, or use --on-error skip")
+                after = files.after_stop if files.done else "run the job again"   # nothing done: nothing kept
+                raise InvalidInputError(f"{error}. Fix the line and {after}, or use --on-error skip")
             err_lines.append(_error_line(error_record(record, error)))
             summary.skip_reasons[_LOCATION.sub("", str(error), count=1)] += 1
         in_bytes = record.end

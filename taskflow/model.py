@@ -34,7 +34,7 @@ from typing import Callable, Mapping, Sequence, TypeVar
 from .errors import ChecksumError, ManifestError
 from .packages import MANIFEST, Manifest, ModelPackage, cache_dir, cache_link_problem, home_dir, inside, resolve
 from .predictor import InputSpec, Predictor, PredictorOptions, check_device, load_weights
-from .text import Normalizer
+from .text import Normalizer, t2s_table
 
 __all__ = ["Model", "register_network", "network_class", "network_types"]
 
@@ -228,9 +228,12 @@ class Model:
         if spec is None:
             raise ManifestError(f"model {self.name!r} does not say its 'normalization' (e.g. [\"width\", \"lower\"])")
         try:
-            return Normalizer(spec)
+            normalizer = Normalizer(spec)
         except ValueError as exc:
             raise ManifestError(f"model {self.name!r}: {exc}") from None
+        if "t2s" in normalizer.steps:
+            t2s_table(self.home)      # its file under this model's cache home, not the default one
+        return normalizer
 
     @functools.cached_property
     def labels(self) -> tuple:

@@ -7,6 +7,7 @@ import gzip
 import json
 import math
 import re
+import threading
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -61,8 +62,21 @@ def _opencc():
         return opencc.OpenCC("t2s.json")
 
 
-@functools.lru_cache(maxsize=1)
-def _t2s_char_table() -> dict[int, str]:
+_T2S_TABLE: list = []       # the table, once made (one per process: it depends on OpenCC's version only)
+_T2S_LOCK = threading.Lock()
+
+
+def t2s_table(home=None) -> dict[int, str]:
+    """:func:`_t2s_char_table`, made once a process; its file is kept under ``home``'s cache (the
+    model's ``home=``, else ``$PPNLP_HOME``) by whichever model needs it first."""
+    if not _T2S_TABLE:
+        with _T2S_LOCK:
+            if not _T2S_TABLE:
+                _T2S_TABLE.append(_t2s_char_table(home))
+    return _T2S_TABLE[0]
+
+
+def _t2s_char_table(home=None) -> dict[int, str]:
     """OpenCC's character table alone (each CJK char converted on its own), one char to one char.
 
     Left out: conversions to a character beyond the BMP (綝 -> 𬘭, 1,126 of them): recently coded
@@ -78,7 +92,7 @@ def _t2s_char_table() -> dict[int, str]:
         version = str(opencc.__version__)
     except (ImportError, AttributeError):
         version = None
-    kept = home_dir() / "taskflow" / ".opencc" / f"t2s-chars-{version}.txt" if version else None
+    kept = home_dir(home) / "taskflow" / ".opencc" / f"t2s-chars-{version}.txt" if version else None
     try:
         pairs = kept.read_text(encoding="utf-8") if kept else ""
         if pairs and len(pairs) % 2 == 0:
@@ -101,7 +115,7 @@ def _t2s_char_table() -> dict[int, str]:
 def _t2s_chars() -> re.Pattern:
     """Any char :func:`_t2s_char_table` converts: one search in C tells most texts (simplified
     ones) apart faster than translating them and comparing."""
-    return re.compile("[" + "".join(map(re.escape, map(chr, sorted(_t2s_char_table())))) + "]")
+    return re.compile("[" + "".join(map(re.escape, map(chr, sorted(t2s_table())))) + "]")
 
 
 def to_simplified(text: str) -> str:
@@ -118,7 +132,7 @@ def to_simplified(text: str) -> str:
     """
     if text.isascii() or not _t2s_chars().search(text):
         return text                      # no traditional character: the common case, at C speed
-    table = _t2s_char_table()
+    table = t2s_table()
     by_char = text.translate(table)
     in_context = _opencc().convert(text)
     if len(in_context) != len(text):     # no phrase changes the length today; if one ever does, chars alone

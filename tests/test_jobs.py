@@ -655,3 +655,17 @@ def test_a_resume_calls_a_job_complete_only_when_its_output_matches_the_checkpoi
                                        r".*run without --resume to start over"):
         _job(flow, source, target, chunk_size=64, on_error="skip", resume=True)
     assert _snapshot(tmp_path) == before
+
+
+def test_a_job_that_fails_on_its_first_record_leaves_no_file_behind(tiny_models, tmp_path):
+    flow = Taskflow("sentiment_analysis", task_path=tiny_models["sentiment_analysis"])
+    source = tmp_path / "in.txt"
+    source.write_text("\n好吃\n", encoding="utf-8")
+    with pytest.raises(InvalidInputError, match="in.txt:1: .*Fix the line and run the job again"):
+        flow.predict_file(source, tmp_path / "out.jsonl")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+    # After a good first record the checkpoint is kept, and says how to go on.
+    source.write_text("好吃\n\n", encoding="utf-8")
+    with pytest.raises(InvalidInputError, match="in.txt:2: .*--resume"):
+        flow.predict_file(source, tmp_path / "out.jsonl", chunk_size=1)
+    assert (tmp_path / "out.jsonl.partial.ckpt").exists()

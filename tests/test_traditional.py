@@ -101,7 +101,7 @@ def test_the_char_table_is_kept_in_the_cache_home_and_made_again_when_damaged(mo
     from taskflow import text
 
     monkeypatch.setenv("PPNLP_HOME", str(tmp_path))
-    make = text._t2s_char_table.__wrapped__          # the table itself, not this process's copy of it
+    make = text._t2s_char_table          # the table itself, not this process's copy of it (text.t2s_table)
     table = make()
     kept, = (tmp_path / "taskflow" / ".opencc").iterdir()
     assert len(table) > 3000 and table[ord("覺")] == "觉" and len(kept.read_text(encoding="utf-8")) == 2 * len(table)
@@ -114,3 +114,16 @@ def test_the_char_table_is_kept_in_the_cache_home_and_made_again_when_damaged(mo
         assert make() == table
     kept.write_text("覺", encoding="utf-8")                 # half a pair: damaged
     assert make() == table and len(kept.read_text(encoding="utf-8")) == 2 * len(table)
+
+
+def test_the_char_table_is_kept_under_the_home_a_taskflow_is_given(tiny_models, tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys; from taskflow import Taskflow; "
+            "Taskflow('sentiment_analysis', task_path=sys.argv[1], home=sys.argv[2])(['這部電影很長'])")
+    env = {**__import__("os").environ, "PPNLP_HOME": str(tmp_path / "default")}
+    subprocess.run([sys.executable, "-c", code, str(tiny_models["sentiment_analysis"]), str(tmp_path / "mine")],
+                   check=True, env=env, capture_output=True)
+    assert list((tmp_path / "mine" / "taskflow" / ".opencc").glob("t2s-chars-*.txt"))
+    assert not (tmp_path / "default").exists()
