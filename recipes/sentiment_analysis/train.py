@@ -25,7 +25,12 @@ Two stages (tasks/text_classification/model.py explains the network):
    (Adam, linearly decaying rate), then ``deep_weight`` picked on dev.
 
 ``--deep-init DIR`` starts from the deep part of an existing package (its
-weights.npz and vocab.txt) and runs only the wide stage.  ``--vectors DIR``
+weights.npz and vocab.txt) and runs only the wide stage.  ``--init PACKAGE`` starts both stages
+from a package's network (its architecture, vocabulary, normalisation and weights, int8 tables
+read back as float32) and trains both again (warm start: fewer epochs, a lower rate).  The deep
+stage's weights are kept beside ``--out`` (``OUT.deep/``) from its end until the package is written,
+and a run stopped in between and started again with the same ``--out`` resumes from them at the
+wide stage.  ``--vectors DIR``
 starts the deep stage's char table and hashed bigram buckets from corpus vectors
 (``python -m pretraining.vectors``).
 
@@ -34,7 +39,11 @@ templates (augment.py: invariance copies, negation, contrast, slang;
 ``--augment none`` turns it off, ``--augment-scale`` sizes it).  The kind
 no_opinion (opt-in: ``--augment invariance,negation,contrast,slang,no_opinion``)
 adds statements of fact trained towards equal probabilities of both labels, with
-``--neutral-weight``; ``--neutral-text FILE`` adds real sentences without an
+``--neutral-weight``; the kind lexicon (opt-in, ``--augment ...,lexicon``; lexicon.py) adds
+``--lexicon-sentences`` sentences made from the training half of the public sentiment lexicons
+(words in many subjects and frames, with degree adverbs and negators: a negated negative is
+positive) and bare subjects trained towards equal probabilities (or neutral, with ``--neutral``);
+the lexicons' held-out half is the plain-opinion check (benchmarks/accuracy_sentiment_lexicon.py); ``--neutral-text FILE`` adds real sentences without an
 opinion from FILE (e.g. the customer-service questions of BQ and AFQMC train).  The templates'
 vocabulary is disjoint from the robustness suite's, so the suite stays a fair
 dev measure.  The manifest records what was generated.
@@ -87,9 +96,12 @@ from taskflow.text import Normalizer
 from taskflow.training import (PackageDraft, Schedule, fit, framework_versions, length_batches, load_vectors, log,
                                portable_path, pretrained_embeddings, recipe_parser, restore, seed_all, update_manifest,
                                vectors_report)
-from .augment import KINDS as AUGMENT_KINDS
+from .augment import KINDS as GENERATED_KINDS
 from .augment import NEUTRAL, SIZES, generate
 from .robustness import LABELS
+
+# augment.py's kinds, and lexicon.py's sentences from the sentiment lexicons' training words.
+AUGMENT_KINDS = (*GENERATED_KINDS, "lexicon")
 
 TRAIN_SETS = ("chnsenticorp", "online_shopping_10_cats", "waimai_10k")
 # SMP2020-EWECT's two Weibo sets, read as polarity (read_smp2020).
@@ -201,6 +213,12 @@ def parse_args(argv):
     p.add_argument("--wide-epochs", type=int, default=3)
     p.add_argument("--wide-lr", type=float, default=0.02)
     p.add_argument("--deep-init", help="package dir whose deep weights and vocab to reuse (skips stage 1)")
+    p.add_argument("--init", metavar="PACKAGE",
+                   help="warm start: both stages start from this package's network (architecture, vocabulary, "
+                        "normalisation, weights) and train again")
+    p.add_argument("--lexicon-sentences", type=int, default=24000,
+                   help="with --augment ...,lexicon: how many lexicon sentences (lexicon.py; default %(default)s), "
+                        "besides its bare subjects")
     p.add_argument("--vectors", metavar="DIR",
                    help="corpus vectors (python -m pretraining.vectors --out DIR): the char table and the hashed "
                         "bigram buckets start from their char and bigram vectors")
@@ -236,6 +254,8 @@ def parse_args(argv):
                    help="no training: fit the temperature of this existing package on ChnSentiCorp dev "
                         "(under --data-dir) and write it into the package's manifest")
     args = p.parse_args(argv)
+    if args.init and (args.deep_init or args.vectors or args.neutral):
+        p.error("--init starts from a package's network: not with --deep-init, --vectors or --neutral")
     if args.vectors and (args.deep_init or args.calibrate):
         p.error("--vectors starts the deep stage: not with --deep-init or --calibrate")
     if args.int8_tables and not args.out:
@@ -537,6 +557,25 @@ def augmented(texts: list[str], labels: list[int], kinds: list[str], *, seed: in
     return [g.text for g in made], made_labels, record
 
 
+def lexicon_augmented(count: int, seed: int) -> tuple[list[str], list[int], dict]:
+    """lexicon.py's sentences from the training half of the sentiment lexicons, labelled as the TSV
+    files (NEUTRAL_LABEL for a bare subject), and what the manifest records of them."""
+    from . import lexicon
+
+    made = lexicon.training_sentences(count, seed=seed)
+    train_words, held_words = lexicon.split_words()
+    labels = [NEUTRAL_LABEL if y == lexicon.NEUTRAL else LABELS.index(y) for _, y in made]
+    record = {"sentences": len(made), "labels": dict(Counter(y for _, y in made)), "seed": seed,
+              "lexicons": "DUTIR affective ontology, Tsinghua (Li Jun) polarity lists, HowNet sentiment, NTUSD "
+                          f"(../shared/data/lexicon/sentiment; research use): words >= {lexicon.MIN_SOURCES} of them "
+                          "give one polarity and none the other",
+              "words": {"training": len(train_words), "held_out": len(held_words)},
+              "held_out": f"{lexicon.HELD_OUT_SHARE:.0%} of the words by an md5 of the word, and any word that "
+                          "contains one or is contained in one, and the robustness suite's words; no check text "
+                          "(generated or hand-written) is trained on"}
+    return [t for t, _ in made], labels, record
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
@@ -576,8 +615,16 @@ def main(argv=None) -> int:
     # Generated from the polar rows (an SMP2020 neutral row has no polarity to negate or contrast).
     polar = [i for i, y in enumerate(labels) if y >= 0]
     extra_texts, extra_labels, augmentation = augmented([texts[i] for i in polar], [labels[i] for i in polar],
-                                                        args.augment_kinds, seed=args.seed,
-                                                        scale=args.augment_scale, statements=statements)
+                                                        [k for k in args.augment_kinds if k != "lexicon"],
+                                                        seed=args.seed, scale=args.augment_scale,
+                                                        statements=statements)
+    if "lexicon" in args.augment_kinds:
+        lexicon_texts, lexicon_labels, lexicon_record = lexicon_augmented(args.lexicon_sentences, args.seed)
+        extra_texts, extra_labels = extra_texts + lexicon_texts, extra_labels + lexicon_labels
+        augmentation = augmentation or {"kinds": [], "by_kind": {}}
+        augmentation["kinds"] = args.augment_kinds
+        augmentation["by_kind"]["lexicon"] = {"template": len(lexicon_texts)}
+        augmentation["lexicon"] = lexicon_record
     if augmentation and "no_opinion" in args.augment_kinds:
         augmentation["no_opinion"] = {"weight": 1.0 if args.neutral else args.neutral_weight,
                                       "target": "the label neutral" if args.neutral else "equal probabilities",
@@ -591,14 +638,25 @@ def main(argv=None) -> int:
     texts, labels = texts + taught_texts, labels + [TEACHER_LABEL] * len(taught_texts)
     dev = DevSplits(data, selection_splits(sets, args.social_sets), neutral=args.neutral)
     labels_out = list(THREE_LABELS if args.neutral else LABELS)
-    if args.deep_init:
-        vocab = Path(args.deep_init, "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    if args.init:
+        init_manifest = json.loads(Path(args.init, "manifest.json").read_text(encoding="utf-8"))
+        args.normalizer = Normalizer(init_manifest["normalization"])
+    if args.deep_init or args.init:
+        vocab = Path(args.deep_init or args.init, "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
     else:
         vocab = build_vocab(texts, args.min_freq, args.normalizer)
     chars = Chars(vocab, args.max_len, len(labels_out), normalizer=args.normalizer)
 
     architecture = network_architecture(args, vocab, len(labels_out), args.wide_buckets)
+    if args.init:
+        from taskflow.predictor import load_weights
+
+        architecture = {k: v for k, v in init_manifest["architecture"].items() if k != "type"}
+        architecture["deep_weight"] = 1.0
     net = SentimentNet(**architecture)
+    if args.init:
+        load_weights(net, Path(args.init, "weights.npz"))
+    resume = Path(str(args.out).rstrip("/") + ".deep")
     train_ids = [chars.encode(t)[: 100_000] for t in texts]
     train_t = targets(np.array(labels, dtype="int64"), args.neutral_weight, np.array(teacher), args.teacher_weight,
                       len(labels_out))
@@ -607,9 +665,18 @@ def main(argv=None) -> int:
     pretrained = start_from_vectors(net, args.vectors, vocab, args.seed) if args.vectors else None
     if args.deep_init:
         history = {"deep": load_deep(net, args.deep_init)}
+    elif (resume / "weights.npz").is_file():
+        log(f"resuming at the wide stage: the deep stage's weights from {resume}")
+        history = {"deep": json.loads((resume / "history.json").read_text(encoding="utf-8"))}
+        load_deep(net, str(resume))
     else:
         rows = list(range(len(train_ids))) + list(range(chn_rows)) * (args.chn_weight - 1)
         history = {"deep": train_deep(net, chars, train_ids, train_t, rows, dev, args, rng)}
+        resume.mkdir(parents=True, exist_ok=True)
+        np.savez(resume / "weights.npz", **{k: v.numpy() for k, v in net.state_dict().items() if not is_wide(k)})
+        (resume / "history.json").write_text(json.dumps(history["deep"]), encoding="utf-8")
+    if args.init:
+        history["init"] = portable_path(args.init)
     history["wide"], net.deep_weight = train_wide(net, chars, train_ids, train_t, dev, args, rng)
     architecture["deep_weight"] = net.deep_weight
 
@@ -655,6 +722,9 @@ def main(argv=None) -> int:
     if not args.skip_calibration:
         record = calibrate_package(args.out, data)
         log(f"temperature {record['temperature']}: {record['figures']}")
+    import shutil
+
+    shutil.rmtree(resume, ignore_errors=True)   # the package is written: nothing left to resume
     return 0
 
 
