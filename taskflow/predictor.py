@@ -265,11 +265,19 @@ def build_config(model_file: Path, params_file: Path, options: PredictorOptions,
 
     paddle = import_paddle()
     config = inference.Config(str(model_file), str(params_file))
-    for method, args, kwargs in inference_settings(options, inputs, _paddle_major(paddle)):
+    apply_settings(config, inference_settings(options, inputs, _paddle_major(paddle)))
+    return config
+
+
+def apply_settings(config, settings) -> None:
+    """Make each ``(method, args, kwargs)`` call of :func:`inference_settings` on a
+    ``paddle.inference.Config``, precision names turned into ``PrecisionType`` members."""
+    from paddle import inference
+
+    for method, args, kwargs in settings:
         args = tuple(getattr(inference.PrecisionType, a) if a in ("Half", "Float32") else a for a in args)
         kwargs = {k: getattr(inference.PrecisionType, v) if k == "precision_mode" else v for k, v in kwargs.items()}
         getattr(config, method)(*args, **kwargs)
-    return config
 
 
 def _paddle_major(paddle) -> int:
