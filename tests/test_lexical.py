@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 from taskflow import Taskflow
-from taskflow.errors import InvalidInputError, OptionError, UserDictError
-from taskflow.packages import available_models
+from taskflow.errors import OptionError, UserDictError
 from taskflow.tasks.lexical_analysis import encode, normalize, words_from_labels
 from taskflow.tasks.lexical_analysis.user_dict import UserDict
 
@@ -672,7 +671,6 @@ def test_name_lists_are_back_to_back_names_from_the_given_split():
 
 # ------------------------------------------------------------ shipped model
 
-@pytest.mark.skipif("bigru_crf" not in available_models("lexical_analysis"), reason="shipped model not built yet")
 def test_shipped_model_on_clear_sentences():
     la = Taskflow("lexical_analysis")
     out = la(["李明昨天在北京大学见到了王芳", "我爱北京天安门", "中国人民银行今天发布了新规定。"])
@@ -767,7 +765,6 @@ def test_latin_and_digit_runs_are_never_cut_inside():
         ("买", "v"), ("了", "u"), ("iphone15", "nz"), ("和", "c"), ("macbook", "n")]
 
 
-@pytest.mark.skipif("bigru_crf" not in available_models("lexical_analysis"), reason="shipped model not built yet")
 @pytest.mark.parametrize("text, run", [("我买了iPhone手机", "iPhone"), ("新款ＭａｃＢｏｏｋ很好用", "ＭａｃＢｏｏｋ"),
                                        ("iPhone15售价7999元", "iPhone15")])
 def test_shipped_model_keeps_latin_runs_whole(text, run):
@@ -794,7 +791,6 @@ def test_brackets_and_quotes_are_words_of_their_own():
     assert _inside_brackets("看《红楼梦》", 1, 6) == (2, 5) and _inside_brackets("《》", 0, 2) == (0, 2)
 
 
-@pytest.mark.skipif("bigru_crf" not in available_models("lexical_analysis"), reason="shipped model not built yet")
 def test_shipped_model_gives_titles_without_their_brackets():
     (result,) = Taskflow("lexical_analysis")(["《红楼梦》是清代作家曹雪芹的作品"])
     assert result["segs"][:3] == ["《", "红楼梦", "》"] and result["tags"][:3] == ["w", "nw", "w"]

@@ -24,7 +24,6 @@ from taskflow.tasks.reading_comprehension.metrics import em_score, evaluate, f1_
 
 QUESTION = "浙江省的省会是哪里？"
 ROOT = Path(__file__).resolve().parents[1]
-SHIPPED = ROOT / "resources" / "reading_comprehension" / "drqa_char"
 DEV = ROOT / "recipes" / "reading_comprehension" / "dev"
 
 
@@ -279,7 +278,6 @@ def test_official_cmrc_scoring():
 
 # ------------------------------------------------------------- shipped model
 
-@pytest.mark.skipif(not (SHIPPED / "manifest.json").is_file(), reason="the shipped model is not built")
 @pytest.mark.parametrize("options", [{}, {"mode": "accurate"}], ids=["default", "accurate"])
 def test_shipped_model_answers_clear_questions(options):
     qa = Taskflow("reading_comprehension", **options)

@@ -12,7 +12,6 @@ from recipes.text_similarity.data import drop_overlap, split_lcqmc_dev
 from taskflow import Taskflow
 from taskflow.cli import main
 from taskflow.errors import InputTypeError, InvalidInputError, ManifestError, OptionError
-from taskflow.packages import available_models
 from taskflow.tasks.text_similarity.features import Segmenter, Vocab, encode, model_text
 from taskflow.tasks.text_similarity.pairs import Pair, read_pairs
 
@@ -286,11 +285,6 @@ def test_lcqmc_dev_split_is_seeded_disjoint_and_overlap_is_dropped(tmp_path):
 
 # ------------------------------------------------------ the shipped model
 
-shipped = pytest.mark.skipif("siamese_char_word" not in available_models("text_similarity"),
-                             reason="the default text_similarity model is not bundled")
-
-
-@shipped
 def test_shipped_model_scores_near_duplicates_high_unrelated_low_and_is_symmetric():
     flow = Taskflow("text_similarity")
     # Not identical (identical texts score 1.0 by rule, before the network runs): one word added or swapped.
