@@ -149,11 +149,26 @@ def canonical_name(name: str) -> str:
         load_all_tasks()
     if key in _ALIASES:
         return _ALIASES[key]
+    if key in NOT_PROVIDED:
+        raise UnknownTaskError(f"PaddleNLP's task {name!r} is not provided here: taskflow runs only models it trains "
+                               f"from public data. {NOT_PROVIDED[key]}Available tasks: {', '.join(sorted(_CLASSES))}")
     close = difflib.get_close_matches(key, list(_ALIASES), n=1, cutoff=0.6)
     hint = f" Did you mean {close[0]!r}?" if close else ""
     raise UnknownTaskError(
         f"unknown task {name!r}.{hint} Available tasks: {', '.join(sorted(_CLASSES))}"
     )
+
+
+# PaddleNLP Taskflow tasks that taskflow does not have, so that a user porting code hears that
+# rather than a near miss ("text_summarization": did you mean 'text_similarity'?).
+NOT_PROVIDED = {
+    name: "" for name in ("text_summarization", "information_extraction", "dialogue", "poetry_generation",
+                          "question_generation", "text_correction", "dependency_parsing", "text_to_image",
+                          "document_intelligence", "zero_shot_text_classification", "feature_extraction",
+                          "code_generation")
+}
+NOT_PROVIDED["question_answering"] = ("PaddleNLP's open-domain question answering has no context; for answers "
+                                      "found in a context you give, use 'reading_comprehension'. ")
 
 
 def get_task_class(name: str) -> type:

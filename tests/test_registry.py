@@ -198,3 +198,14 @@ def test_a_package_name_with_a_text_direction_control_is_refused(tiny_sentiment,
     assert not (tmp_path / "served").exists() or not any((tmp_path / "served").rglob("*.npz"))
     with pytest.raises(ManifestError, match="text-direction controls"):
         Taskflow("sentiment_analysis", task_path=str(package))
+
+
+def test_a_paddlenlp_task_taskflow_lacks_is_said_to_be_not_provided():
+    from taskflow.errors import UnknownTaskError
+    from taskflow.registry import canonical_name
+
+    with pytest.raises(UnknownTaskError, match="'text_summarization' is not provided here") as info:
+        canonical_name("text_summarization")
+    assert "Did you mean" not in str(info.value)
+    with pytest.raises(UnknownTaskError, match="use 'reading_comprehension'"):
+        canonical_name("question_answering")
