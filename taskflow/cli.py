@@ -1,4 +1,4 @@
-"""Command line: ``taskflow TASK "text"``, ``taskflow list``, ``download``, ``pack``, ``train``.
+"""Command line: ``taskflow TASK "text"``, ``taskflow list``, ``download``, ``pack``, ``train``, ``serve``.
 
     taskflow sentiment_analysis "这家酒店很干净，服务也好"
     taskflow text_similarity "怎么修改微信密码" "微信密码怎么改"     (a multi-field task takes its fields in turn)
@@ -9,6 +9,7 @@
     taskflow download sentiment_analysis
     taskflow pack my_model/ served/                          (lay a package out for a PPNLP_ENDPOINT server)
     taskflow train sentiment_analysis --train my_reviews.csv --out my_model/
+    taskflow serve sentiment_analysis ner                    (HTTP on 127.0.0.1:8189; see SERVING.md)
     taskflow --version
 """
 
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__.strip())
+        print(_plain(__doc__.strip()))     # the docstring's markup as plain text
         return 0
     if argv[0] == "--version":
         from . import __version__

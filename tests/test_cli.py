@@ -511,3 +511,9 @@ def test_a_stop_signal_ends_a_streaming_run_with_one_error_line(tiny_sentiment, 
     left = "out.jsonl was not written" if output else "the results before it were written to standard output"
     assert err.startswith(f"taskflow: error: stopped by {name}; ") and left in err and err.count("\n") == 1, err
     assert list(work.iterdir()) == []
+
+
+def test_the_top_level_help_is_plain_text(capsys):
+    assert main(["--help"]) == 0
+    shown = capsys.readouterr().out
+    assert "taskflow serve" in shown and "``" not in shown and ":class:" not in shown
