@@ -63,10 +63,24 @@ def training_pairs(data: Path, training: dict):
         held_out = [p for pairs in evaluation.values() for p in pairs]
         if any("swap_dev" in name for name in generated.get("texts_excluded", [])):
             held_out += read_generated(SWAP_DEV)
+        if any("contrast_dev" in name for name in generated.get("texts_excluded", [])):
+            from recipes.text_similarity.train import check_pairs
+
+            held_out += check_pairs()
         pairs = generated_training_pairs([p for name, part in parts.items() if name != "ocnli_contradictions"
                                           for p in part], held_out, generated["requested"], generated["seed"],
                                          framed=generated.get("framed_questions", 0), kinds=generated.get("kinds"))
         parts["generated"] = [Pair(p.text1, p.text2, p.label) for p in pairs]
+    if generated.get("lexicon"):         # the recipe's --lexicon-pairs, drawn again the same way
+        from types import SimpleNamespace
+
+        from recipes.text_similarity.train import lexicon_pairs
+
+        drawn = generated["lexicon"]
+        options = SimpleNamespace(lexicon=str(data.parent / "lexicon"), lexicon_pairs=drawn["requested"],
+                                  lexicon_kinds=drawn["kinds"], seed=drawn["seed"] - 2)
+        parts["lexicon_generated"], _ = lexicon_pairs(options, parts, {"evaluation": [p for pairs in evaluation.values()
+                                                                                       for p in pairs]}, {})
     expected = training.get("train_pairs", {})
     got = {k: len(v) for k, v in parts.items()}
     note = ""

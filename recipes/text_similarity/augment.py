@@ -84,21 +84,16 @@ import csv
 import random
 import re
 from pathlib import Path
-from typing import Callable, Collection, Iterable, Iterator, NamedTuple, Sequence
+from typing import Callable, Collection, Iterable, Iterator, Sequence
 
 from taskflow.tasks.text_similarity.features import model_text
+
+from .lexicon import LEXICON_NEGATIVE_KINDS, LEXICON_POSITIVE_KINDS, GeneratedPair
 
 __all__ = ["GeneratedPair", "NEGATIVE_KINDS", "POSITIVE_KINDS", "KINDS", "GENERATORS", "swap_roles",
            "change_number", "change_entity", "flip_negation", "substitute_synonym", "edit_surface", "swap_symmetric",
            "SWAP_FRAMES", "framed_questions", "change_antonym", "change_question", "change_setting",
            "FRAMED_KINDS", "CONTRAST_KINDS", "augmented_pairs", "generated_training_pairs", "SWAP_DEV", "read_generated", "write_generated"]
-
-
-class GeneratedPair(NamedTuple):
-    text1: str
-    text2: str
-    label: int
-    kind: str
 
 
 NEGATIVE_KINDS = ("swap", "number", "entity", "negation", "antonym", "question", "setting")
@@ -755,7 +750,8 @@ def framed_questions(count: int, rng: random.Random) -> list[str]:
 # ------------------------------------------------------------------ drawing
 
 def augmented_pairs(questions: Iterable[str], rng: random.Random, count: int, *, kinds: Sequence[str] = KINDS,
-                    positive_share: float = 0.5, exclude: Collection[str] = ()) -> list[GeneratedPair]:
+                    positive_share: float = 0.5, exclude: Collection[str] = (),
+                    generators: dict | None = None) -> list[GeneratedPair]:
     """Up to ``count`` generated pairs from ``questions``: ``positive_share`` of them paraphrase
     positives, the rest hard negatives, each label's share drawn in turn from its ``kinds`` (a kind
     that runs out of questions leaves its turns to the others of its label).
@@ -763,7 +759,9 @@ def augmented_pairs(questions: Iterable[str], rng: random.Random, count: int, *,
     Each kind walks its own shuffle of the distinct questions, so one question can give a pair of
     several kinds.  No pair is returned twice (in either order), and none has a text whose
     :func:`model_text` is in ``exclude`` (texts of evaluation splits).  Fewer than ``count`` come
-    back when the questions do not allow more.
+    back when the questions do not allow more.  ``generators`` adds kinds of its own (kind -> edit,
+    such as ``lexicon.LexiconEdits.generators()``), each a negative or a positive kind as
+    ``lexicon.LEXICON_NEGATIVE_KINDS`` says.
 
     >>> for pair in augmented_pairs(["北京到上海多少钱", "花呗怎么还款"], random.Random(0), 4):
     ...     print(*pair)
@@ -772,7 +770,10 @@ def augmented_pairs(questions: Iterable[str], rng: random.Random, count: int, *,
     北京到上海多少钱 北京到上海什么价格 1 synonym
     花呗怎么还款 你好，花呗怎么还款 1 surface
     """
-    unknown = [k for k in kinds if k not in GENERATORS]
+    generators = {**GENERATORS, **(generators or {})}
+    negative_kinds = NEGATIVE_KINDS + LEXICON_NEGATIVE_KINDS
+    positive_kinds = POSITIVE_KINDS + LEXICON_POSITIVE_KINDS
+    unknown = [k for k in kinds if k not in generators]
     if unknown:
         raise ValueError(f"unknown kind(s) {unknown}; known: {', '.join(KINDS)}")
     if count < 0 or not 0.0 <= positive_share <= 1.0:
@@ -787,7 +788,7 @@ def augmented_pairs(questions: Iterable[str], rng: random.Random, count: int, *,
         for question in order:
             if model_text(question) in excluded:
                 continue
-            pair = GENERATORS[kind](question, rng)
+            pair = generators[kind](question, rng)
             if pair is None:
                 continue
             a, b = model_text(pair.text1), model_text(pair.text2)
@@ -799,8 +800,8 @@ def augmented_pairs(questions: Iterable[str], rng: random.Random, count: int, *,
 
     positives = round(count * positive_share)
     out = []
-    for label_kinds, wanted in (([k for k in kinds if k in NEGATIVE_KINDS], count - positives),
-                                ([k for k in kinds if k in POSITIVE_KINDS], positives)):
+    for label_kinds, wanted in (([k for k in kinds if k in negative_kinds], count - positives),
+                                ([k for k in kinds if k in positive_kinds], positives)):
         streams = {kind: stream(kind) for kind in label_kinds}
         drawn = 0
         while drawn < wanted and streams:

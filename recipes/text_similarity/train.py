@@ -27,6 +27,17 @@ a text of a selection or report split or of ``dev/swap_dev.tsv``.  Off by defaul
 train's contradictions as label-0 pairs (an entailed hypothesis is not a paraphrase: the
 entailments and neutrals stay out).
 
+``--lexicon DIR --lexicon-pairs N`` adds N minimal pairs edited from the training texts with the
+generator half of the word lexicons (``lexicon.py``: antonyms, negation words, times, places -> 0;
+Cilin synonyms, politeness and function words, a time word moved -> 1); no held-out word is ever
+written, and no text of the contrast dev set or the held-out lexicon check is edited.
+
+``--init PACKAGE`` starts from a package's network (its architecture, vocabulary and weights: a warm
+start; the network options are the package's).  After each evaluation the weights evaluated are kept
+in ``OUT.ckpt/`` with the minutes spent; a run stopped and started again with the same ``--out``
+starts from them with the rest of its ``--minutes`` (a fresh warm-up and decay over what is left),
+and the folder goes once the package is written.
+
 ``--minutes`` is a wall-clock budget: after a few steps the recipe measures
 its speed and fits the number of steps (and the learning-rate schedule) into
 it.  ``--max-train-pairs`` trains on a random subset (architecture comparisons).
@@ -42,6 +53,7 @@ every weight in float16.
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import sys
@@ -57,8 +69,13 @@ from taskflow.tasks.text_similarity.train import (MAX_LENGTH, Encoded, accuracy,
 from taskflow.training import (PackageDraft, fast_cpu_math, framework_versions, jieba_cut, log, portable_path,
                                recipe_parser, seed_all)
 
-from .augment import CONTRAST_KINDS, FRAMED_KINDS, KINDS, SWAP_DEV, generated_training_pairs, read_generated
-from .data import DEFAULT_FILES, Pair, drop_overlap, read_pairs, resolve_files, split_lcqmc_dev
+from .augment import CONTRAST_KINDS, FRAMED_KINDS, KINDS, SWAP_DEV, augmented_pairs, generated_training_pairs, read_generated
+from .data import CONTRAST_DEV, DEFAULT_FILES, Pair, drop_overlap, read_contrast_dev, read_pairs, resolve_files, split_lcqmc_dev
+from .lexicon import HELD_OUT_SHARE, LEXICON_KINDS, LexiconEdits
+
+LEXICON_CHECK = Path(__file__).parent / "dev" / "lexicon_check.jsonl"
+LEXICON_SOURCE = ("HIT Cilin extended, antonym lists (guotong1988/chinese_dictionary, liuhuanyong/ChineseAntiword) "
+                  "and negation lists (guotong1988, DavionWu2018) from ../shared/data/lexicon: research use")
 
 SOURCES = {
     "bq_corpus": "Jing Chen et al., The BQ Corpus, EMNLP 2018 (GitHub liushaoweihua/chineseGLUE_datasets, bq.zip)",
@@ -92,6 +109,14 @@ def parse_args(argv):
                         help="OCNLI train's contradictions join the training pairs as label 0 (DATA_DIR/"
                              "ocnli/train.tsv): a hypothesis that contradicts its premise is not the same text; "
                              "entailments and neutrals stay out (an entailed text is not a paraphrase)")
+    parser.add_argument("--lexicon", metavar="DIR", help="the word lexicons (../shared/data/lexicon), for --lexicon-pairs")
+    parser.add_argument("--lexicon-pairs", type=int, default=0, metavar="N",
+                        help="add N minimal pairs edited with the lexicons' generator words (lexicon.py; half "
+                             "contrasts, half paraphrases); 0: none")
+    parser.add_argument("--lexicon-kinds", default=",".join(LEXICON_KINDS),
+                        help="with --lexicon-pairs: the kinds drawn (default: %(default)s)")
+    parser.add_argument("--init", metavar="PACKAGE",
+                        help="start from this package's network: its architecture, vocabulary and weights")
     parser.add_argument("--halve", metavar="PACKAGE",
                         help="train nothing: write PACKAGE again to --out, every weight in float16 "
                              "(--float16-weights for a package already trained), as --version")
@@ -110,6 +135,14 @@ def parse_args(argv):
         unknown = sorted(set(args.kinds) - set(CONTRAST_KINDS))
         if unknown:
             parser.error(f"--kinds: unknown {', '.join(unknown)}; known: {', '.join(CONTRAST_KINDS)}")
+    if args.init and args.vectors:
+        parser.error("--init starts from a package's embeddings: not with --vectors")
+    if args.lexicon_pairs and not args.lexicon:
+        parser.error("--lexicon-pairs N edits texts with the lexicons: give --lexicon DIR")
+    args.lexicon_kinds = [k.strip() for k in args.lexicon_kinds.split(",") if k.strip()]
+    unknown = sorted(set(args.lexicon_kinds) - set(LEXICON_KINDS))
+    if unknown:
+        parser.error(f"--lexicon-kinds: unknown {', '.join(unknown)}; known: {', '.join(LEXICON_KINDS)}")
     if args.ocnli and not args.data_dir:
         parser.error("--ocnli reads DATA_DIR/ocnli/train.tsv: give --data-dir")
     return args
@@ -161,6 +194,10 @@ def load_pairs(args):
         if SWAP_DEV.is_file():       # in a checkout (not in a wheel): keep its texts out too
             held_out += read_generated(SWAP_DEV)
             held_out_files.append("recipes/text_similarity/dev/swap_dev.tsv")
+        if args.lexicon_pairs:       # newer recipes keep the contrast set and the lexicon check out as well
+            held_out += check_pairs()
+            held_out_files += ["recipes/text_similarity/dev/contrast_dev.jsonl",
+                               "recipes/text_similarity/dev/lexicon_check.jsonl"]
         pairs = generated_training_pairs([p for name, part in parts.items() if name != "ocnli_contradictions"
                                           for p in part], held_out,
                                          args.hard_negatives, args.seed, framed=args.framed_questions,
@@ -174,9 +211,48 @@ def load_pairs(args):
                      "texts_excluded": held_out_files,
                      "method": "augment.generated_training_pairs over the training texts above"}
         dropped["generated"] = 0
+    if args.lexicon_pairs:
+        parts["lexicon_generated"], generated["lexicon"] = lexicon_pairs(args, parts, selection, report)
+        dropped["lexicon_generated"] = 0
     log("training pairs: " + ", ".join(f"{k} {len(v)} (dropped {dropped[k]} shared with eval splits)"
                                        for k, v in parts.items()))
     return files, parts, dropped, selection, report, generated
+
+
+def check_pairs() -> list[Pair]:
+    """The pairs of the contrast dev set and of the held-out lexicon check (their texts stay out of
+    every generated pair)."""
+    import json
+
+    rows = read_contrast_dev(CONTRAST_DEV) if CONTRAST_DEV.is_file() else []
+    if LEXICON_CHECK.is_file():
+        with open(LEXICON_CHECK, encoding="utf-8") as handle:
+            rows += [json.loads(line) for line in handle if line.strip()]
+    return [Pair(r["text1"], r["text2"], r["label"]) for r in rows]
+
+
+def lexicon_pairs(args, parts: dict, selection: dict, report: dict) -> tuple[list[Pair], dict]:
+    """``--lexicon-pairs``: minimal pairs edited from the training texts with the generator words,
+    and what the manifest says of them."""
+    edits = LexiconEdits(args.lexicon, side="generator")
+    held_out = [p for pairs in (*selection.values(), *report.values()) for p in pairs] + check_pairs()
+    if SWAP_DEV.is_file():
+        held_out += read_generated(SWAP_DEV)
+    exclude = {model_text(t) for p in held_out for t in p[:2]}
+    texts = [t for name, part in parts.items() if name not in ("ocnli_contradictions", "generated", "lexicon_generated")
+             for p in part for t in (p.text1, p.text2)]
+    started = time.time()
+    pairs = augmented_pairs(texts, random.Random(args.seed + 2), args.lexicon_pairs, kinds=args.lexicon_kinds,
+                            exclude=exclude, generators=edits.generators())
+    by_kind = {kind: sum(p.kind == kind for p in pairs) for kind in args.lexicon_kinds}
+    log(f"lexicon pairs in {time.time() - started:.0f}s: {len(pairs)} {by_kind}")
+    return [Pair(p.text1, p.text2, p.label) for p in pairs], {
+        "requested": args.lexicon_pairs, "pairs": len(pairs), "seed": args.seed + 2, "kinds": list(args.lexicon_kinds),
+        "by_kind": by_kind, "words": edits.counts(), "lexicon": portable_path(args.lexicon),
+        "split": f"a word is held out when md5(word) % {HELD_OUT_SHARE} == 0 (lexicon.held_out); only pairs "
+                 "with no held-out word are written",
+        "source": LEXICON_SOURCE,
+        "method": "lexicon.LexiconEdits(side='generator') through augment.augmented_pairs over the training texts"}
 
 
 def evaluate_shipped(network, selection_data: dict, report: dict, vocab: Vocab, cache: dict) -> tuple[float, dict]:
@@ -208,8 +284,13 @@ def main(argv=None) -> int:
 
     train_texts = [model_text(t, MAX_LENGTH) for pairs in parts.values() for p in pairs for t in (p.text1, p.text2)]
     distinct = list(dict.fromkeys(train_texts))
-    log(f"building the vocabulary from {len(distinct)} distinct training texts (jieba)")
-    vocab = Vocab.build(distinct, jieba_cut(), min_char=args.min_char, min_word=args.min_word, max_words=args.max_words)
+    if args.init:
+        vocab = Vocab.load(Path(args.init) / "vocab.json")
+        log(f"the vocabulary of {args.init}")
+    else:
+        log(f"building the vocabulary from {len(distinct)} distinct training texts (jieba)")
+        vocab = Vocab.build(distinct, jieba_cut(), min_char=args.min_char, min_word=args.min_word,
+                            max_words=args.max_words)
     log(f"{len(vocab.char_list)} chars, {len(vocab.word_list)} words")
 
     cache: dict = {}
@@ -225,14 +306,22 @@ def main(argv=None) -> int:
     selection_data = {k: Encoded(v, vocab, cache) for k, v in selection.items()}
     log(f"encoded in {time.time() - started:.0f}s; {len(epoch_index)} pairs per epoch")
 
-    architecture, network = build_network(args, vocab)
+    if args.init:
+        architecture, network, init = start_from_package(args)
+    else:
+        architecture, network = build_network(args, vocab)
+        init = None
     log(f"{args.arch}: {sum(int(np.prod(p.shape)) for p in network.parameters()):,} parameters")
     pretrained = start_from_vectors(network, args.vectors, vocab, args.seed) if args.vectors else None
+    resumed = resume_checkpoint(args, network)
 
     def evaluate():
         accuracies = {k: accuracy(predict(network, d), d.labels) for k, d in selection_data.items()}
-        return {**accuracies, "mean": float(np.mean(list(accuracies.values())))}
+        figures = {**accuracies, "mean": float(np.mean(list(accuracies.values())))}
+        save_checkpoint(args, network, figures, resumed, started_fit)
+        return figures
 
+    started_fit = time.time()
     run = fit_matcher(network, train, epoch_index, evaluate, "mean", args, rng, evals=args.evals, eval_guess=15.0)
 
     with PackageDraft(args, "text_similarity", started=started) as draft:
@@ -258,12 +347,69 @@ def main(argv=None) -> int:
                 "vocab": {"chars": len(vocab.char_list), "words": len(vocab.word_list), "min_char": args.min_char,
                           "min_word": args.min_word, "segmenter": "jieba 0.42 (HMM) word list, max-probability path"},
                 **({"pretrained_embeddings": pretrained} if pretrained else {}),
+                **({"init": init} if init else {}),
+                **({"resumed": resumed} if resumed else {}),
                 **run.summary(), "batch_size": args.batch_size, "seed": args.seed,
             },
             "metrics": metrics,
             "framework": framework_versions("paddlepaddle", "numpy"),
         })
+    shutil.rmtree(checkpoint_dir(args), ignore_errors=True)    # the package is written: nothing to resume
     return 0
+
+
+def start_from_package(args):
+    """``--init``: the package's architecture (the network options follow it) and its weights."""
+    from taskflow.packages import MANIFEST, Manifest
+    from taskflow.predictor import load_weights
+    from taskflow.tasks.text_similarity.model import build
+
+    source = Path(args.init)
+    manifest = Manifest.load(source / MANIFEST)
+    architecture = dict(manifest.data["architecture"])
+    network = build(architecture)
+    load_weights(network, source / "weights.npz")
+    args.arch = architecture["type"]
+    log(f"starting from {source}: {manifest.name} {manifest.version}")
+    return architecture, network, {"package": portable_path(source), "name": manifest.name,
+                                   "version": manifest.version,
+                                   "weights_sha256": manifest.files["weights.npz"]["sha256"]}
+
+
+def checkpoint_dir(args) -> Path:
+    return Path(str(args.out).rstrip("/") + ".ckpt")
+
+
+def save_checkpoint(args, network, figures: dict, resumed: dict | None, started: float) -> None:
+    """The weights just evaluated, and the minutes spent training so far (this run and those it resumed)."""
+    import json
+
+    folder = checkpoint_dir(args)
+    folder.mkdir(parents=True, exist_ok=True)
+    np.savez(folder / "weights.tmp.npz", **{k: v.numpy() for k, v in network.state_dict().items()})
+    os.replace(folder / "weights.tmp.npz", folder / "weights.npz")
+    spent = (resumed or {}).get("minutes", 0.0) + (time.time() - started) / 60
+    (folder / "state.json").write_text(json.dumps({"minutes": round(spent, 2), "figures": figures}), encoding="utf-8")
+
+
+def resume_checkpoint(args, network) -> dict | None:
+    """A checkpoint beside ``--out`` from a run stopped before it wrote its package: its weights go
+    into the network and ``--minutes`` shrinks by the minutes it had spent."""
+    import json
+
+    import paddle
+
+    folder = checkpoint_dir(args)
+    if not (folder / "weights.npz").is_file() or not (folder / "state.json").is_file():
+        return None
+    state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+    with np.load(folder / "weights.npz") as stored:
+        network.set_state_dict({k: paddle.to_tensor(stored[k]) for k in stored.files})
+    if args.minutes:
+        args.minutes = max(1.0, args.minutes - state["minutes"])
+    log(f"resuming from {folder} ({state['minutes']} min spent, selection {state['figures']}); "
+        f"{args.minutes} min left")
+    return {"from": portable_path(folder), "minutes": state["minutes"]}
 
 
 def halve(args) -> int:
