@@ -2,7 +2,7 @@
 
 Paddle's handlers print a "FatalError" dump on SIGTERM and can deadlock the process.
 A job (:mod:`taskflow.jobs`) and the CLI's streaming runs turn SIGTERM and SIGHUP (the
-terminal closed, a session ended) into a :class:`~taskflow.errors.JobError`, so they stop
+terminal closed, a login ended) into a :class:`~taskflow.errors.JobError`, so they stop
 like on Ctrl-C, with their state kept and one message saying what is left; a worker process
 (:mod:`taskflow.workers`) just dies by the default action.  Paddle is imported with these
 signals held, so one that comes meanwhile is dealt with by us, after.

@@ -461,7 +461,7 @@ def init_local_ray(ray=None, **options):
 # (and listening) for a minute or more.  The reaper reads its stdin, a pipe whose other end only the
 # driver holds: at its end (the driver closed it, or died) it kills every process that still has a
 # file of the session open and runs one of the session's executables (so a ``tail -f`` of a log is
-# spared), other than the driver.  It is in a session of its own, so a terminal's SIGHUP to the
+# spared), other than the driver.  It runs under setsid (a process group of its own), so a terminal's SIGHUP to the
 # driver's group does not end it first.
 _REAPER = r"""
 import os, signal, sys, time
