@@ -154,7 +154,7 @@ def network_scores(task, pairs, batch_size: int = 128) -> tuple[np.ndarray, int]
     units = [task.split(task.check_item([p.text1, p.text2], i))[0] for i, p in enumerate(pairs)]
     scores = []
     for start in range(0, len(units), batch_size):
-        scores += list(np.asarray(task.forward(task.preprocess(units[start:start + batch_size]))[0]).reshape(-1))
+        scores += list(task.similarities(task.run_networks(units[start:start + batch_size])))
     return np.array(scores), sum(u.text1 == u.text2 for u in units)
 
 

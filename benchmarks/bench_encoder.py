@@ -34,7 +34,7 @@ def make_package(folder: Path, layers: int, hidden: int, heads: int, ffn: int, m
     from taskflow.encoder import SPECIAL_TOKENS, CharVocab
     from taskflow.encoder.network import TransformerEncoder
     from taskflow.packages import write_package
-    from taskflow.predictor import save_weights
+    from taskflow.weights import save_weights
 
     architecture = {"vocab_size": VOCAB, "hidden_size": hidden, "num_layers": layers, "num_heads": heads,
                     "ffn_size": ffn, "max_len": max_len}

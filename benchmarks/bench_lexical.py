@@ -316,8 +316,8 @@ def candidate_package(base: Path, out: Path, type_name: str, overrides: dict) ->
     import shutil
 
     from taskflow.model import network_class
-    from taskflow.packages import sha256_file
-    from taskflow.predictor import save_weights
+    from taskflow.files import sha256_file
+    from taskflow.weights import save_weights
 
     shutil.copytree(base, out)
     manifest = json.loads((base / "manifest.json").read_text(encoding="utf-8"))

@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile

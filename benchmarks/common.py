@@ -97,7 +97,7 @@ def table(header: list[str], rows: list[list]) -> str:
 
 def update_section(name: str, body: str, path: Path = RESULTS) -> None:
     """Replace (or append) the section delimited by BEGIN/END markers for ``name``."""
-    from taskflow.packages import atomic_write_text
+    from taskflow.files import atomic_write_text
 
     begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
     block = f"{begin}\n{body.strip()}\n{end}"

@@ -258,7 +258,7 @@ def run_fold(system: str, folder: Path, data: Path, category: str, recipe_args: 
     fold = make_fold(data, category)
     result = {"system": system, "category": category, "train_texts": len(fold.train_texts),
               **SCORERS[system](fold, data, folder, recipe_args), "commit": commit()}
-    from taskflow.packages import atomic_write_text
+    from taskflow.files import atomic_write_text
 
     atomic_write_text(path, json.dumps(result, ensure_ascii=False, indent=1) + "\n")
     return result
@@ -332,8 +332,8 @@ def section(results: dict[str, dict[str, dict]], cats: list[str], sizes: dict[st
     commits = sorted({r.get("commit", "unknown") for s in SYSTEMS for r in results[s].values()})
     recipe = shlex.join(recipe_args) if recipe_args else "none: the full recipe, its defaults"
     notes = [
-        f"TF-IDF + LR: `baseline()` of accuracy_sentiment.py (char 1-3-gram TF-IDF, logistic regression C=4) "
-        f"fitted per fold" + (f", {mean(seconds):.0f} s per fold on average." if seconds else "."),
+        "TF-IDF + LR: `baseline()` of accuracy_sentiment.py (char 1-3-gram TF-IDF, logistic regression C=4) "
+        "fitted per fold" + (f", {mean(seconds):.0f} s per fold on average." if seconds else "."),
         f"taskflow: the recipe `python -m recipes.sentiment_analysis.train` per fold, with extra arguments: "
         f"`{recipe}`; its package scored through `Taskflow('sentiment_analysis', task_path=...)`"
         + (f"; {mean(trained) / 60:.0f} min of training per fold on average." if trained else "."),

@@ -54,7 +54,6 @@ def main() -> None:
         return lambda texts: [r["label"] for r in model(texts)]
 
     systems = {name: labels_of(model) for name, model in zip(names, flows)}
-    shipped = systems[names[0]]
 
     def tfidf(texts: list[str]) -> list[str]:
         return [LABELS[i] for i in base.predict(texts)]  # 0 = negative, 1 = positive, as LABELS

@@ -4,7 +4,7 @@
 
 The package holds ``weights.npz`` (the encoder's weights under the Paddle network's names, ``Linear``
 weights transposed to Paddle's ``[in, out]``; matrices stored as float16 with ``--float16``, which
-``taskflow.predictor.load_weights`` reads back as float32), ``vocab.txt`` and ``manifest.json``
+``taskflow.weights.load_weights`` reads back as float32), ``vocab.txt`` and ``manifest.json``
 (``architecture.type: transformer_encoder`` and its sizes, ``normalization``, how it was
 pretrained).  Only the encoder ships: the MLM head, and ELECTRA's generator, are for training.
 
@@ -50,7 +50,7 @@ def write_weights(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 def convert(checkpoint_path: str | Path, out: str | Path, *, name: str, version: str = "1.0.0",
             float16: bool = False, task: str = "encoder"):
-    """Write the package; returns its :class:`taskflow.packages.Manifest`."""
+    """Write the package; returns its :class:`taskflow.manifest.Manifest`."""
     from .model import EncoderConfig, PretrainConfig, Pretrainer
 
     checkpoint = torch.load(checkpoint_path, map_location="cpu", weights_only=True)

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from taskflow.encoder import NORMALIZATION, SEP, CharVocab
-from taskflow.packages import atomic_write_bytes
+from taskflow.files import atomic_write_bytes
 
 from .data import SHARD_MANIFEST as MANIFEST
 from .data import SHARD_SUFFIX as SUFFIX

@@ -14,7 +14,7 @@ What is written to ``--out``:
 
 * ``vectors.npz``: for each kind ``K`` in ``char``, ``bigram``, ``word``: ``K_tokens`` (the
   strings, most frequent first), ``K_counts`` (corpus counts) and ``K_vectors`` (float16 rows,
-  one per token), loaded with ``np.load(allow_pickle=False)`` (:func:`taskflow.training.load_vectors`).
+  one per token), loaded with ``np.load(allow_pickle=False)`` (:func:`taskflow.corpus_vectors.load_vectors`).
   A recipe starts its embedding tables from it with ``--vectors DIR``.
 * ``vectors.json``: the sources, the settings, the counts and sizes, minutes per kind, and each
   kind's nearest neighbours for a few probe tokens (a quick look at what was learned).

@@ -28,15 +28,12 @@ has the size and records its checkpoint says.
 
 Job files are never opened through a symbolic link (``O_NOFOLLOW``): they sit at names
 anyone who can write the output folder can predict.  Files made anew are created with
-``O_EXCL``, the checkpoint is written to a private temporary file (``mkstemp``) and renamed
-over its name, and renames replace a link planted at the target, never what it points to.
+``O_EXCL``, the checkpoint is written to a private temporary file of a name no one can predict
+(:func:`taskflow.files.atomic_write_bytes`) and renamed over its name, and renames replace a link
+planted at the target, never what it points to.
 
-The output the user names is another matter (:func:`output_target`): a symbolic link of the
-user's own there is followed, and the file it points to written as above; a character device or a FIFO
-(``/dev/null``, a named pipe) and a descriptor of the process itself (``/dev/stdout``,
-``/dev/fd/N``) are written directly, as results come (:class:`DirectFiles`): no
-``.partial``, ``.lock`` or checkpoint beside them, no rename, and no resume.  A block
-device or a socket is refused.  None is ever replaced by a regular file.
+The output the user names, and what writing it means (a file, a device, a FIFO, a descriptor
+of the process), is :mod:`taskflow.outputs`' concern.
 """
 
 from __future__ import annotations
@@ -48,14 +45,16 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
+from enum import Enum
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from .errors import InputChangedError, JobError, OutputInUseError, OutputWriteError, ResumeMismatchError
+from .files import atomic_write_bytes
+from .outputs import OutputTarget, open_direct, write_all
 from .readers import InputFile, count_lines
 
-__all__ = ["JobFiles", "DirectFiles", "Progress", "CHECKPOINT_FORMAT", "OutputTarget", "output_target", "open_direct", "write_all"]
+__all__ = ["JobFiles", "DirectFiles", "JobState", "job_state", "SIDE_SUFFIXES", "default_errors_path", "Progress", "CHECKPOINT_FORMAT"]
 
 # 3: the identity of the job (task, model fingerprint, options) and of the input (in_bytes, in_sha256).
 CHECKPOINT_FORMAT = 3
@@ -102,95 +101,48 @@ def _sibling(path: Path, suffix: str) -> Path:
     return path.with_name(path.name + suffix)
 
 
-class OutputTarget(NamedTuple):
-    """Where an output goes (:func:`output_target`)."""
-
-    path: Path                     # the name given; for a symbolic link to a file (or to none yet), that file
-    direct: str | None = None      # what is written directly, e.g. "a character device"; None: a file, atomically
-    descriptor: int | None = None  # the descriptor of this process the name stands for (/dev/stdout: 1)
+# What a job's working files add to its output's name (``side_files``), named here once.
+PARTIAL, CHECKPOINT, LOCK = ".partial", ".partial.ckpt", ".lock"
+SIDE_SUFFIXES = (CHECKPOINT, PARTIAL, LOCK)     # longest first
+ERRORS_SUFFIX = ".errors.jsonl"                 # the errors file's default name, beside the output
 
 
-_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-          (stat.S_ISSOCK, "a socket"), (stat.S_ISBLK, "a block device"))
+def default_errors_path(output: str | os.PathLike) -> Path:
+    """Where a job's bad records go unless it is told: ``<output>.errors.jsonl``."""
+    return _sibling(Path(output), ERRORS_SUFFIX)
 
 
-def _kind(mode: int) -> str:
-    return next((name for test, name in _KINDS if test(mode)), "a special file")
+class JobState(str, Enum):
+    """Where a job writing an output stands, read from the files beside it (:func:`job_state`):
+
+    ===============================  ===========================  ======================================
+    state                            files                        a run with ``resume=True``
+    ===============================  ===========================  ======================================
+    ``fresh``                        no checkpoint                starts at the first record (as every
+                                                                  run without ``resume`` does)
+    ``stopped``                      checkpoint, ``.partial``     continues after the last chunk done,
+                                                                  if identity and input still hold
+    ``stopped while finishing``      output, checkpoint, no       completes the moves into place
+                                     ``.partial``                 (:meth:`JobFiles.finish_stopped`)
+    ``finished``                     output, no checkpoint        runs nothing and says so
+    ===============================  ===========================  ======================================
+    """
+
+    FRESH = "fresh"
+    STOPPED = "stopped"
+    FINISHING = "stopped while finishing"
+    FINISHED = "finished"
 
 
-def _own_descriptor(path: Path) -> int | None:
-    """The descriptor of this process that ``path`` names through /proc/self/fd (``/dev/stdout``,
-    ``/dev/fd/3``, ``/proc/self/fd/3``), or None.  Links are followed one at a time, as the kernel
-    does, up to the /proc entry, whose own link ("pipe:[1234]") names no path."""
-    own = f"/proc/{os.getpid()}/fd"
-    current = os.path.abspath(path)
-    for _ in range(40):   # the kernel's own limit on links followed
-        parent, name = os.path.realpath(os.path.dirname(current)), os.path.basename(current)
-        if parent == own:
-            return int(name) if name.isdigit() else None
-        current = os.path.join(parent, name)
-        if not os.path.islink(current):
-            return None
-        current = os.path.join(parent, os.readlink(current))
-    return None
-
-
-def output_target(path: str | os.PathLike, flag: str = "--output") -> OutputTarget:
-    """What writing ``path`` means.  A regular file (or none yet) is written atomically: a temporary
-    file beside it, renamed over it at the end; through a symbolic link, the file the link points to
-    (the link stays).  A character device or a FIFO (``/dev/null``, ``mkfifo``) and a descriptor of
-    this process (``/dev/stdout``, ``/dev/fd/N``, whatever it is open on) are written directly: a
-    rename would replace the device with a regular file, and a FIFO's reader would never see a line.
-    A block device (a disk) or a socket is refused.  A directory is left to the caller to refuse.
-
-    A link is followed only when it is the user's own (or root's, as /dev/stdout is), the rule Linux's
-    ``fs.protected_symlinks`` applies in shared folders: one planted by someone else at the output's
-    name could send the results into their FIFO, or make the job overwrite a file of the user's.
-    Such a link is replaced by the output, as any job file's name is (see the module's docstring)."""
-    path = Path(path)
-    try:
-        link = os.lstat(path)
-    except OSError:
-        link = None
-    if link is not None and stat.S_ISLNK(link.st_mode) and link.st_uid not in (os.geteuid(), 0):
-        return OutputTarget(path)
-    descriptor = _own_descriptor(path)
-    if descriptor is not None:
-        try:
-            mode = os.fstat(descriptor).st_mode
-        except OSError:
-            raise OutputWriteError(f"{flag} {path} names descriptor {descriptor} of this process, which is not open; "
-                                   "name a file, or open the descriptor (e.g. 3>out.jsonl)") from None
-        what = "a file" if stat.S_ISREG(mode) else "a pipe" if stat.S_ISFIFO(mode) else _kind(mode)
-        return OutputTarget(path, f"descriptor {descriptor} of this process ({what})", descriptor)
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:   # none yet, a dangling link, or unreadable: the write itself says what is wrong
-        mode = None
-    if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-        what = _kind(mode)
-        if stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
-            raise OutputWriteError(f"{flag} {path} is {what}; results go to a file, a FIFO or a character device "
-                                   "such as /dev/null: name one of those")
-        return OutputTarget(path, what)
-    if path.is_symlink():
-        return OutputTarget(Path(os.path.realpath(path)))
-    return OutputTarget(path)
-
-
-def open_direct(target: OutputTarget) -> int:
-    """A descriptor to write ``target`` (:func:`output_target` said it is written directly) at its end.
-    Opening a FIFO waits for its reader, as a shell's ``>`` does."""
-    try:
-        if target.descriptor is not None:
-            return os.dup(target.descriptor)   # the same open file: its offset and O_APPEND are kept
-        return os.open(target.path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOCTTY", 0) | _CLOEXEC)
-    except OSError as exc:
-        raise OutputWriteError(f"cannot write {target.path} ({target.direct}): {exc.strerror or exc}") from None
-
-
-# What a job's working files add to its output's name (``side_files``), longest first.
-SIDE_SUFFIXES = (".partial.ckpt", ".partial", ".lock")
+def job_state(output: str | os.PathLike) -> JobState:
+    """The :class:`JobState` of a job writing ``output``."""
+    output = Path(output)
+    has_checkpoint, has_partial = os.path.lexists(_sibling(output, CHECKPOINT)), os.path.lexists(_sibling(output, PARTIAL))
+    if output.exists() and not has_checkpoint:
+        return JobState.FINISHED
+    if output.exists() and not has_partial:
+        return JobState.FINISHING
+    return JobState.STOPPED if has_checkpoint else JobState.FRESH
 
 
 def _refuse_link(path: Path, exc: OSError) -> None:
@@ -231,7 +183,7 @@ def _reopen(path: Path):
 def _lock(path: Path, output: Path) -> int:
     """An exclusive lock on ``<path>.lock`` (created, with this process's id in it), or an
     :class:`OutputInUseError` naming the job that holds it."""
-    lock = _sibling(path, ".lock")
+    lock = _sibling(path, LOCK)
     while True:
         try:
             lock.parent.mkdir(parents=True, exist_ok=True)
@@ -267,7 +219,7 @@ def _lock(path: Path, output: Path) -> int:
 
 def _unlock(path: Path, fd: int) -> None:
     with contextlib.suppress(OSError):
-        os.unlink(_sibling(path, ".lock"))   # while still held, so no one else locks the file being removed
+        os.unlink(_sibling(path, LOCK))   # while still held, so no one else locks the file being removed
     os.close(fd)
 
 
@@ -276,21 +228,6 @@ def _same_inode(handle, path: Path) -> bool:
         return os.path.samestat(os.fstat(handle.fileno()), os.lstat(path))
     except FileNotFoundError:
         return False
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data``: a private temporary file (mkstemp: its name cannot be
-    predicted, and it is created exclusively) in the same folder, then ``os.replace``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
 
 
 def read_checkpoint(path: Path, output: Path) -> dict:
@@ -398,8 +335,8 @@ class JobFiles:
 
     def __init__(self, output: Path, errors: Path, identity: dict, source: InputFile, resume: bool):
         self.output, self.errors = output, errors
-        self.out_tmp, self.err_tmp = _sibling(output, ".partial"), _sibling(errors, ".partial")
-        self.ckpt = _sibling(output, ".partial.ckpt")
+        self.out_tmp, self.err_tmp = _sibling(output, PARTIAL), _sibling(errors, PARTIAL)
+        self.ckpt = _sibling(output, CHECKPOINT)
         self.identity = {"format": CHECKPOINT_FORMAT, **identity}
         self.out = self.err = None
         self._input, self._input_name = source.path, source.source
@@ -432,8 +369,8 @@ class JobFiles:
     @staticmethod
     def side_files(path: Path, *, errors: bool = False) -> dict[str, Path]:
         """The files a job keeps beside its output (``errors=True``: beside its errors file), by what they are."""
-        files = {"partial output": _sibling(path, ".partial"), "checkpoint": _sibling(path, ".partial.ckpt"),
-                 "lock file": _sibling(path, ".lock")}
+        files = {"partial output": _sibling(path, PARTIAL), "checkpoint": _sibling(path, CHECKPOINT),
+                 "lock file": _sibling(path, LOCK)}
         if errors:
             files = {"partial errors file": files["partial output"], "lock file": files["lock file"]}
         return files
@@ -479,9 +416,9 @@ class JobFiles:
     def finish_stopped(cls, output: Path, errors: Path, identity: dict, source: InputFile) -> None:
         """A job stopped while moving its files into place (its checkpoint is left, its ``.partial`` gone):
         finish it, if it was this job."""
-        ckpt = _sibling(output, ".partial.ckpt")
-        if not os.path.lexists(ckpt) or os.path.lexists(_sibling(output, ".partial")):
+        if job_state(output) is not JobState.FINISHING:
             return
+        ckpt = _sibling(output, CHECKPOINT)
         progress = _load(ckpt, output, {"format": CHECKPOINT_FORMAT, **identity})
         digest = _InputDigest(source.path)
         try:
@@ -497,7 +434,7 @@ class JobFiles:
         its size, and one line per record done."""
         found = [(output, progress.out_bytes)]
         if progress.err_bytes:   # with none, complete() removes whatever errors file is there
-            err_tmp = _sibling(errors, ".partial")
+            err_tmp = _sibling(errors, PARTIAL)
             found.append((err_tmp if os.path.lexists(err_tmp) else errors, progress.err_bytes))
         sizes = []
         for path, _ in found:
@@ -600,7 +537,9 @@ class JobFiles:
         return InputChangedError(message, self._input_name)
 
     def _save(self, progress: Progress) -> None:
-        _atomic_write(self.ckpt, json.dumps({**self.identity, **progress._asdict()}, ensure_ascii=False).encode("utf-8"))
+        record = json.dumps({**self.identity, **progress._asdict()}, ensure_ascii=False).encode("utf-8")
+        # Private (0600), and no folder made anew: a folder removed under the job is an error (see write).
+        atomic_write_bytes(self.ckpt, record, parents=False, permissions=0o600)
         self.progress = progress
 
     def rewind(self, progress: Progress) -> None:
@@ -622,7 +561,7 @@ class JobFiles:
     def complete(output: Path, errors: Path) -> bool:
         """Rename the finished files into place, the checkpoint last (so a job stopped in here is
         finished by ``resume=True``); True when an errors file was written."""
-        out_tmp, err_tmp = _sibling(output, ".partial"), _sibling(errors, ".partial")
+        out_tmp, err_tmp = _sibling(output, PARTIAL), _sibling(errors, PARTIAL)
         try:
             if os.path.lexists(out_tmp):
                 os.replace(out_tmp, output)
@@ -636,7 +575,7 @@ class JobFiles:
                 os.unlink(err_tmp)
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(errors)  # an older run's errors do not describe this output
-            JobFiles._drop_checkpoint(_sibling(output, ".partial.ckpt"))
+            JobFiles._drop_checkpoint(_sibling(output, CHECKPOINT))
         except OSError as exc:
             raise OutputWriteError(f"cannot move the finished output {output} into place: {exc}") from exc
         return has_errors
@@ -749,15 +688,3 @@ class DirectFiles(JobFiles):
                     os.close(fd)
         self._out_fd = self._err_fd = None
         self._digest.close()
-
-
-def write_all(fd: int, data: bytes, path) -> None:
-    """Write all of ``data`` to ``fd`` (a pipe may take part of it at a time); an error names ``path``."""
-    view = memoryview(data)
-    while view:
-        try:
-            written = os.write(fd, view)
-        except OSError as exc:
-            exc.filename = exc.filename or str(path)
-            raise
-        view = view[written:]

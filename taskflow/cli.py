@@ -4,7 +4,11 @@
     taskflow text_similarity "怎么修改微信密码" "微信密码怎么改"     (a multi-field task takes its fields in turn)
     taskflow sentiment_analysis --input reviews.txt --output results.jsonl [--workers 2] [--resume]
     cat reviews.txt | taskflow sentiment_analysis            (no texts and a pipe: one text a line from stdin)
+    taskflow sentiment_analysis --input - --format csv --field review --on-error skip < reviews.csv
+                                                             (bad records to stderr, or to --errors FILE)
     taskflow sentiment_analysis --input reviews.jsonl --output out.jsonl --backend ray --workers 4
+    taskflow sentiment_analysis --endpoint http://127.0.0.1:8189 --input reviews.txt --output out.jsonl
+                                                             (the job's records answered by `taskflow serve`)
     taskflow list
     taskflow download sentiment_analysis
     taskflow pack my_model/ served/                          (lay a package out for a PPNLP_ENDPOINT server)
@@ -18,9 +22,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
-import json
 import logging
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -108,7 +112,10 @@ def _cmd_run(argv: list[str]) -> int:
     parser.add_argument("task", help=argparse.SUPPRESS)
     parser.add_argument("texts", nargs="*", help="texts to process (or --input FILE, or a pipe: one text a line)")
     parser.add_argument("--input", help="file to read: .txt (a record a line), .jsonl, .csv or .tsv; "
-                                        "'-' reads standard input as .txt")
+                                        "'-' reads standard input (as .txt, or as --format says)")
+    parser.add_argument("--format", choices=("txt", "jsonl", "csv", "tsv"),
+                        help="the format of standard input or a FIFO (default: the FIFO's extension's, else txt); "
+                             "a file is read as its extension says")
     parser.add_argument("--output", help="where to write JSON lines (default, or -: stdout)")
     parser.add_argument("--field", help="key/column(s) holding the input, comma-separated (default: the task's, e.g. text)")
     parser.add_argument("--batch-size", type=int, help="units per forward pass (default: the task's own, e.g. 32 "
@@ -116,7 +123,8 @@ def _cmd_run(argv: list[str]) -> int:
     parser.add_argument("--workers", type=int, default=1, help="processes, each with its own predictor")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted job into the same --output")
     parser.add_argument("--on-error", choices=("raise", "skip"), default="raise",
-                        help="a bad record stops the job (raise) or goes to the errors file (skip)")
+                        help="a bad record stops the job (raise) or goes to the errors file (skip); from standard "
+                             "input with no errors file (no --errors, output to stdout), to stderr")
     parser.add_argument("--errors", help="errors file for --on-error skip (default: OUTPUT.errors.jsonl)")
     parser.add_argument("--encoding", default="utf-8", help="the input's text encoding (default utf-8), e.g. gbk")
     parser.add_argument("--id-field", help="key/column(s) of --input to copy into each output record, comma-separated "
@@ -131,6 +139,12 @@ def _cmd_run(argv: list[str]) -> int:
                         help="where a job's model runs: local (default), processes on this machine; ray, --workers "
                              "Ray actors (the job, its checkpoint and output stay here)")
     parser.add_argument("--address", help="Ray cluster address for --backend ray (default: start a local Ray)")
+    parser.add_argument("--endpoint", metavar="URL",
+                        help="a job's records are answered by the `taskflow serve` at URL (TASK: its route), not by a "
+                             "local model; call-time options (e.g. --top-k) go with each request. --resume compares "
+                             "what the server says it runs (task, model, version, fingerprint, its options) and the "
+                             "call-time options, not the URL: the same model at another address continues the job")
+    parser.add_argument("--api-key", help="--endpoint: the server's API key (default: $TASKFLOW_API_KEY)")
     parser.add_argument("--device", default="cpu", help="cpu (default), gpu or gpu:N (needs paddlepaddle-gpu)")
     parser.add_argument("--threads", type=int, help="Paddle CPU threads per process (default: cores / workers)")
     parser.add_argument("--task-path", help="directory of your own trained package")
@@ -155,6 +169,7 @@ def _cmd_run(argv: list[str]) -> int:
 
     # A FIFO, <(zcat x.gz) or a device as --input is read once, as standard input is: no job, no resume.
     streamed = "standard input" if args.input == "-" else stream_kind(args.input) if args.input else None
+    parameters = _endpoint_parameters(args, parser, streamed, task_flags)
     _refuse_unused_job_options(args, parser, streamed)
     fields = args.field.split(",") if args.field else None
     options = dict(model=args.model, mode=args.mode, device=args.device, batch_size=args.batch_size, num_threads=args.threads,
@@ -167,7 +182,7 @@ def _cmd_run(argv: list[str]) -> int:
     job = bool(args.input and args.output and not streamed)
     target = None
     if args.output and not job:
-        from .checkpoint import output_target
+        from .outputs import output_target
 
         target = output_target(args.output)
         if streamed and args.input != "-" and not target.direct:
@@ -179,6 +194,11 @@ def _cmd_run(argv: list[str]) -> int:
     # From before Paddle is imported, on every path: SIGTERM or SIGHUP stops the run with one message
     # saying what it leaves, never in Paddle's handler (whose dump would land among the results).
     with sigterm_stops_the_job(own_process=True, left=RESUME_HINT if job else _what_a_stop_leaves(args, target)):
+        if args.endpoint:
+            from .client import Client
+
+            api_key = args.api_key or os.environ.get("TASKFLOW_API_KEY") or None
+            return _run_job(Client(args.endpoint, args.task, api_key=api_key), args, fields, parameters)
         from .pipeline import Taskflow
 
         flow = Taskflow(args.task, **options)
@@ -211,42 +231,91 @@ def _stdin_is_piped() -> bool:
 def _stream(flow, args: argparse.Namespace, fields, target=None) -> int:
     """A file, standard input or a FIFO, record by record, to stdout or to ``--output`` (``target``:
     a file written whole or not at all; a device or a FIFO, as results come).  Nothing to rename or
-    resume, so a bad record stops it (see _refuse_unused_job_options).  Results go out as soon as no
+    resume (see _refuse_unused_job_options): a bad record stops it, or with ``--on-error skip`` goes
+    where :func:`_stream_errors` says, as a job's goes to its errors file.  Results go out as soon as no
     more input is waiting, so a pipe fed a line at a time gets its answer to each line before the next
     arrives."""
-    from .jobs import process_chunk, result_line
-    from .readers import InputFile
+    from .jobs import JobSummary, error_line, process_chunk, result_line
+    from .readers import InputFile, error_record
 
     stdin = args.input == "-"
     source = "<stdin>" if stdin else args.input
-    records = 0
+    skip = args.on_error == "skip"
+    errors = _stream_errors(args, target) if skip else None   # None: bad records are said on stderr
+    summary = JobSummary(source, args.output or "<stdout>")
     try:
-        with _input_stream(args.input) as pipe, InputFile(
+        with contextlib.ExitStack() as files:
+            pipe = files.enter_context(_input_stream(args.input))
+            reader = files.enter_context(InputFile(
                 source, fields or flow.task.input_fields, encoding=args.encoding,
                 carry=args.id_field.split(",") if args.id_field else None,
-                max_record_bytes=args.max_record_bytes, stream=pipe) as reader, _output(target) as out:
+                max_record_bytes=args.max_record_bytes, stream=pipe, format=args.format))
+            out = files.enter_context(_output(target))
+            errors_out = None
             for chunk in _arrivals(reader, 1024, pipe.ready if pipe else None):
-                lines, error = [], None
+                lines, bad, stop = [], [], None
                 for record, result, error in process_chunk(flow.task, chunk, source):
                     if error is None:
                         line, error = result_line(record, result, source)
-                    if error is not None:
+                    if error is None:
+                        lines.append(line.decode("utf-8"))
+                    elif skip:
+                        bad.append(error_line(error_record(record, error)).decode("utf-8"))
+                        summary.skip_reasons[re.sub(r"^.*?:\d+: ", "", error, count=1)] += 1
+                        if errors is None:
+                            print(f"taskflow: skipped {error}", file=sys.stderr, flush=True)
+                    else:
+                        stop = error
                         break
-                    lines.append(line.decode("utf-8"))
-                # Every result before a bad record goes out, in order, then the run stops at it.
-                records += len(lines)
+                # Every result before a bad record goes out, in order, then the run stops at it (or, with
+                # --on-error skip, goes on past it).
+                summary.processed += len(lines)
+                summary.skipped += len(bad)
                 _emit(out, "".join(lines), target)
-                if error is not None:
-                    raise InvalidInputError(error)
+                if bad and errors is not None:
+                    if errors_out is None:   # opened at the first bad record: with none, no errors file
+                        errors_out = files.enter_context(_output(errors))
+                    _emit(errors_out, "".join(bad), errors)
+                if stop is not None:
+                    raise InvalidInputError(stop)
+            summary.read = reader.records
     except KeyboardInterrupt:
         print("taskflow: interrupted" + (f"; {_what_a_stop_leaves(args, target)}" if target else ""), file=sys.stderr)
         return 130
     except BrokenPipeError:   # `taskflow ... | head`: the reader has all it wants
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
-    if not records:
+    if summary.skipped:
+        if errors is not None:
+            summary.errors_file = str(errors.path)
+        print(f"taskflow: warning: {summary.skipped_message(errors.path if errors else 'the lines above')}",
+              file=sys.stderr)
+    elif errors is not None and not errors.direct and os.path.isfile(errors.path):
+        os.unlink(errors.path)   # an older run's errors do not describe this output, as a job's do not
+    if not summary.read:
         _say_no_records(source, args.output)
-    return 0
+    # Every record was bad: nothing a caller could want, as a job says (its exit status).
+    return 2 if summary.read and not summary.processed else 0
+
+
+def _stream_errors(args: argparse.Namespace, target):
+    """Where ``--on-error skip`` writes a streamed run's bad records: ``--errors``, else beside an
+    ``--output`` file (as a job's ``OUTPUT.errors.jsonl``), written whole when the run ends, as that
+    output is; None for stderr (output to stdout or to a device, and no --errors)."""
+    from .checkpoint import default_errors_path
+    from .outputs import output_target
+
+    if args.errors:
+        errors = output_target(args.errors, "--errors")
+    elif target is not None and not target.direct:
+        errors = output_target(default_errors_path(target.path), "--errors")
+    else:
+        return None
+    if errors.path.is_dir():
+        raise InvalidInputError(f"--errors {errors.path} is a directory; name a file")
+    if target is not None and not errors.direct and not target.direct and errors.path.resolve() == target.path.resolve():
+        raise InvalidInputError(f"--errors {errors.path} is the --output file; name another file for the bad records")
+    return errors
 
 
 def _say_no_records(source: str, output: str | None) -> None:
@@ -370,7 +439,7 @@ def _output(output):
     if output is None:
         yield sys.stdout
         return
-    from .checkpoint import open_direct
+    from .outputs import open_direct
     from .errors import OutputWriteError
 
     if output.direct:
@@ -383,26 +452,15 @@ def _output(output):
     target = output.path
     if target.is_dir():
         raise InvalidInputError(f"--output {target} is a directory; name a file, e.g. {target / 'out.jsonl'}")
-    import uuid
+    from .files import written_into_place
 
     target.parent.mkdir(parents=True, exist_ok=True)   # as a job's --output does
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    # A new file of our own (never through a symlink planted at the name), with the usual permissions.
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
-    out = open(descriptor, "w", encoding="utf-8")
-    try:
+
+    def failed(exc: OSError) -> OutputWriteError:   # flushing or syncing it: a full disk shows there
+        return OutputWriteError(f"cannot write {target}: {exc.strerror or exc}; it was not written")
+
+    with written_into_place(target, "w", encoding="utf-8", on_failure=failed) as out:
         yield out
-        try:
-            out.flush()
-            os.fsync(out.fileno())
-            out.close()
-        except OSError as exc:
-            raise OutputWriteError(f"cannot write {target}: {exc.strerror or exc}; it was not written") from None
-        os.replace(temporary, target)
-    finally:
-        with contextlib.suppress(OSError):   # what a failed write left in the buffer goes with the file
-            out.close()
-        temporary.unlink(missing_ok=True)
 
 
 class _DirectOutput:
@@ -412,7 +470,7 @@ class _DirectOutput:
         self._descriptor, self._target = descriptor, target
 
     def write(self, text: str) -> None:
-        from .checkpoint import write_all
+        from .outputs import write_all
 
         write_all(self._descriptor, text.encode("utf-8"), self._target.path)
 
@@ -438,13 +496,16 @@ def _emit(out, text: str, output) -> None:
         raise OutputWriteError(f"cannot write {name}: {exc.strerror or exc}") from None
 
 
-def _run_job(flow, args: argparse.Namespace, fields) -> int:
-    """``--input FILE --output FILE``: a checkpointed job (taskflow.jobs.run_file)."""
+def _run_job(flow, args: argparse.Namespace, fields, parameters=None) -> int:
+    """``--input FILE --output FILE``: a checkpointed job (taskflow.jobs.run_file); ``flow`` a
+    :class:`taskflow.Client` with ``--endpoint`` (and ``parameters``, its call-time options)."""
     from .jobs import run_file
 
+    served = args.endpoint is not None
     try:
         summary = run_file(
-            flow.task, args.input, args.output, fields=fields, workers=args.workers, worker_spec=flow.spec,
+            flow if served else flow.task, args.input, args.output, fields=fields, workers=args.workers,
+            worker_spec=None if served else flow.spec, parameters=parameters,
             resume=args.resume, on_error=args.on_error, errors_path=args.errors,
             progress=False if args.quiet else None, encoding=args.encoding,
             id_fields=args.id_field.split(",") if args.id_field else None, max_record_bytes=args.max_record_bytes,
@@ -452,7 +513,7 @@ def _run_job(flow, args: argparse.Namespace, fields) -> int:
             shutdown_timeout=min(10.0, args.worker_timeout), backend=args.backend, address=args.address,
         )
     except KeyboardInterrupt:
-        from .checkpoint import output_target
+        from .outputs import output_target
 
         direct = output_target(args.output).direct
         print("taskflow: interrupted; " + (f"the results before it were written to {args.output} ({direct}); run the "
@@ -542,29 +603,89 @@ def _refuse_unused_job_options(args: argparse.Namespace, parser: argparse.Argume
                                streamed: str | None = None) -> None:
     """Options that only a job into --output FILE honours are refused elsewhere, never silently ignored.
     ``streamed`` says what the input is when it is read as a stream (standard input, a FIFO)."""
+    # A stream (standard input, a FIFO) takes --on-error skip and --errors too; it cannot take what needs a
+    # checkpoint or reading the input again.
+    streams_take = ("--on-error", "--errors") if streamed else ()
     job_only = [flag for flag, used in (("--workers", args.workers != 1), ("--resume", args.resume),
                                         ("--on-error", args.on_error != "raise"), ("--errors", args.errors is not None),
                                         ("--worker-timeout", args.worker_timeout != 600.0),
-                                        ("--backend ray", args.backend == "ray")) if used]
+                                        ("--backend ray", args.backend == "ray")) if used and flag not in streams_take]
     if job_only and not (args.input and not streamed and args.output):
-        why = (f"; --input {args.input} is {streamed}, read once as a stream, with no checkpoint (copy it to a "
-               "file to run a job on it)" if streamed and args.input != "-" else "")
+        if streamed and args.input != "-":
+            why = (f"; --input {args.input} is {streamed}, read once as a stream, with no checkpoint (copy it to a "
+                   "file to run a job on it)")
+        elif streamed:
+            why = "; standard input is read once, as a stream, with no checkpoint"
+        else:
+            why = ("; streaming to stdout stops at the first bad record (--on-error skip also works on standard "
+                   "input: --input - < FILE)" if args.input else "")
         parser.error(f"{', '.join(job_only)} {'needs' if len(job_only) == 1 else 'need'} --input FILE and --output FILE "
-                     "(a job with a checkpoint and an errors file); streaming to stdout, or from stdin, stops at the "
-                     f"first bad record{why}")
+                     f"(a job with a checkpoint and an errors file){why}")
+    if streamed and args.errors is not None and args.on_error != "skip":
+        parser.error("--errors names where --on-error skip writes the bad records; add --on-error skip")
     if args.address and args.backend != "ray":
         parser.error("--address names a Ray cluster: give --backend ray with it")
     input_only = [flag for flag, used in (("--encoding", args.encoding != "utf-8"), ("--field", args.field),
-                                          ("--id-field", args.id_field),
+                                          ("--id-field", args.id_field), ("--format", args.format),
                                           ("--max-record-bytes", args.max_record_bytes != 1 << 20)) if used]
     if input_only and not args.input:
         parser.error(f"{', '.join(input_only)} apply to --input FILE")
     from .readers import FORMATS
 
-    suffix = Path(args.input).suffix.lower() if args.field else ""
-    if args.field and (args.input == "-" or FORMATS.get(suffix) == "txt" or (streamed and not suffix)):
+    suffix = Path(args.input).suffix.lower() if args.input and args.input != "-" else ""
+    if args.format and not streamed and FORMATS.get(suffix) != args.format:
+        parser.error(f"--format names the format of standard input or a FIFO; {args.input} is read as its extension "
+                     f"({suffix or 'none'}) says: rename it to .{args.format}, or pipe it in "
+                     f"(--input - --format {args.format} < {args.input})")
+    # What the input is read as: --format, else its extension's format; a stream with neither is .txt.
+    read_as = args.format or FORMATS.get(suffix) or ("txt" if streamed else None)
+    if args.field and read_as == "txt":
         parser.error("--field names columns (keys) of a .jsonl, .csv or .tsv input; a .txt line is the text "
-                     "itself (for a pair task, its texts tab-separated)")
+                     "itself (for a pair task, its texts tab-separated)"
+                     + ("; standard input or a FIFO is read as .txt unless --format names jsonl, csv or tsv"
+                        if streamed else ""))
+
+
+def _endpoint_parameters(args: argparse.Namespace, parser: argparse.ArgumentParser, streamed: str | None,
+                         task_flags: list[str]) -> dict | None:
+    """``--endpoint``: the call-time options the job sends with each request (None without it).  What
+    the server fixed when it started (the model, where and how it runs, the task's other options) is
+    refused, named, and so is anything but a job into --output FILE."""
+    if args.endpoint is None:
+        if args.api_key is not None:
+            parser.error("--api-key is the key of a server: it goes with --endpoint URL")
+        return None
+    if not (args.input and args.output) or streamed:
+        parser.error("--endpoint runs a batch job against a server: it needs --input FILE and --output FILE"
+                     + (f" (--input {args.input} is {streamed}, read once as a stream, with no checkpoint)"
+                        if streamed else "") + "; for a few texts, use taskflow.Client or POST /v1/TASK")
+    fixed = [flag for flag, used in (
+        ("--model", args.model), ("--mode", args.mode), ("--task-path", args.task_path),
+        ("--device", args.device != "cpu"), ("--threads", args.threads), ("--batch-size", args.batch_size),
+        ("--home", args.home), ("--offline", args.offline), ("--workers", args.workers != 1),
+        ("--backend ray", args.backend == "ray"), ("--address", args.address),
+        ("--worker-timeout", args.worker_timeout != 600.0)) if used]
+    from .errors import TaskflowError
+    from .pipeline import mode_classes
+    from .registry import get_task_class
+
+    declared: dict = {}
+    try:
+        registered = get_task_class(args.task)
+    except TaskflowError:
+        registered = None     # a route named otherwise than a task: it got no task flags
+    if registered is not None:
+        for cls in dict.fromkeys([registered, *mode_classes(registered).values()]):
+            for name, option in cls.declared_options().items():
+                declared.setdefault(name, option)
+    given = {name: getattr(args, name) for name in task_flags if getattr(args, name) is not None}
+    fixed += [f"--{name.replace('_', '-')}" for name in given if not (name in declared and declared[name].per_call)]
+    if fixed:
+        parser.error(f"{', '.join(fixed)}: not with --endpoint: the server at {args.endpoint} chose the model and "
+                     "runs it (its model, mode, device, threads, batches, replicas and the task's options are set "
+                     "where it starts, e.g. in taskflow serve --config); a job run against it takes the task's "
+                     "call-time options only")
+    return given
 
 
 def _group_texts(texts: list[str], fields, parser: argparse.ArgumentParser) -> list:
@@ -579,11 +700,12 @@ def _group_texts(texts: list[str], fields, parser: argparse.ArgumentParser) -> l
 
 def _write_jsonl(results, output) -> None:
     """The results as JSON lines, to stdout (``output`` None) or to ``output`` (an ``output_target``)."""
+    from .files import json_text_line
 
     lines = []
     for number, result in enumerate(results):
         try:
-            lines.append(json.dumps(result, ensure_ascii=False, allow_nan=False) + "\n")
+            lines.append(json_text_line(result))
         except ValueError:   # strict JSON only: no NaN or Infinity where no parser reads them
             raise InvalidInputError(f"text #{number}: the result holds a number JSON cannot hold (NaN or "
                                     "infinity); it cannot be written as JSON", number) from None
@@ -618,9 +740,13 @@ def _cmd_download(argv: list[str]) -> int:
     from .pipeline import Taskflow
     from .registry import get_task_class
 
-    refs = ["/".join(Taskflow.locate(get_task_class(args.task), args.model, args.mode))]
-    while refs:  # the package, then the packages it builds on (its manifest's "requires")
-        package_task, _, model = refs.pop(0).rpartition("/")
+    refs, seen = ["/".join(Taskflow.locate(get_task_class(args.task), args.model, args.mode))], set()
+    while refs:  # the package, then the packages it builds on (its manifest's "requires"), each once
+        ref = refs.pop(0)
+        if ref in seen:
+            continue
+        seen.add(ref)
+        package_task, _, model = ref.rpartition("/")
         package = resolve(package_task, model, home=args.home, offline=args.offline, progress=True)
         source = package.source
         package = copy_to_cache(package, args.home)   # bundled ones too: the cache alone must be enough
@@ -650,14 +776,21 @@ def _cmd_pack(argv: list[str]) -> int:
 
 def _cmd_serve(argv: list[str]) -> int:
     try:
-        from .server import main as serve
+        from .server import parse_command, serve_local
     except ImportError as exc:
         if exc.name not in ("fastapi", "uvicorn", "prometheus_client", "pydantic", "starlette"):
             raise
         print(f"taskflow: error: taskflow serve needs the serve extra ({exc.name} is not installed): "
               "pip install 'taskflow-nlp[serve]'", file=sys.stderr)
         return 2
-    return serve(argv)
+    parsed = parse_command(argv)     # the arguments and the routes they name, or the exit status of a refusal
+    if isinstance(parsed, int):
+        return parsed
+    if parsed[0].backend == "ray":
+        from .serve_ray import serve_on_ray
+
+        return serve_on_ray(*parsed)
+    return serve_local(*parsed)
 
 
 def _cmd_train(argv: list[str]) -> int:

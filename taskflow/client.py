@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from . import errors
-from .errors import ServerError
+from .errors import ServerError, UnknownTaskError
 
 __all__ = ["Client"]
 
@@ -41,12 +41,26 @@ class Client:
         body = {"inputs": list(inputs), "parameters": parameters, "on_error": on_error}
         return self._post(f"{self.url}/v1/{self.task}", body)["results"]
 
-    def _post(self, url: str, body: dict) -> dict:
+    def describe(self) -> dict:
+        """What the server says of this route (``GET /v1/tasks``): its task, model, version, the
+        model's fingerprint, the options it was started with, its call-time parameters and limits."""
+        served = self._post(f"{self.url}/v1/tasks", None)["tasks"]
+        for route in served:
+            if route.get("route") == self.task:
+                return route
+        names = ", ".join(str(route.get("route")) for route in served) or "none"
+        raise UnknownTaskError(f"{self.url} serves no task {self.task!r}; it serves: {names} (GET /v1/tasks)")
+
+    def _post(self, url: str, body: dict | None) -> dict:
+        """The JSON answer to a POST of ``body`` (``None``: a GET), retried as the class says."""
         import requests
 
         for attempt in range(self.retries + 1):
             try:
-                response = self.session.post(url, json=body, timeout=self.timeout)
+                if body is None:
+                    response = self.session.get(url, timeout=self.timeout)
+                else:
+                    response = self.session.post(url, json=body, timeout=self.timeout)
             except requests.RequestException as exc:
                 if attempt == self.retries:
                     raise ServerError(f"{url}: no answer ({type(exc).__name__}: {exc}); is `taskflow serve` "

@@ -183,7 +183,7 @@ class Ensemble(Generic[Network]):
     ``network(model, role)`` builds the task's object for one network (its vocabulary, how it
     reads the input, its feeds); ``role`` is "" for the package's own.  ``routes``: the task can
     route (its outputs are rows of label probabilities, and it runs a routed batch with
-    :meth:`route` and :meth:`run_routed`); a router in any other task's package is an error.
+    :meth:`route`, :meth:`routed_reads` and :meth:`mix_routed`); a router in any other task's package is an error.
     """
 
     def __init__(self, model, network: Callable[[Any, str], Network], *, members: bool = True, routes: bool = False):
@@ -241,46 +241,48 @@ class Ensemble(Generic[Network]):
         those of :meth:`predictors`, the router's last)."""
         return np.asarray(predictors[-1].run(router_feeds)[0]).argmax(axis=1)
 
-    def run_routed(self, inputs: Sequence, choice: np.ndarray, feeds: Callable[[Network, list], Mapping[str, Any]],
-                   predictors: Sequence, probabilities: Callable[[int, np.ndarray], np.ndarray]
-                   ) -> tuple[list[np.ndarray | None], np.ndarray]:
-        """Run the networks each input's route (``choice``) names, on those inputs only (``feeds(network,
-        inputs)`` makes a network's feeds of just them; ``probabilities(k, output)``: network k's first
-        output as the package's label probabilities).  A route's ``first`` network runs before the
-        others, which then skip the inputs it is confident of.
-
-        Returns each network's probabilities in the batch's order (NaN on rows it did not read; None
-        for a network that read none), and each input's answer: the route's mix of the networks that
-        read it, or the first network's alone where it was confident."""
-        rows_n = len(choice)
+    def _route_fields(self, choice: np.ndarray):
         weights = np.array([route.weights for route in self.routes])[choice]
         first = np.array([-1 if route.first is None else route.first for route in self.routes])[choice]
         confident = np.array([route.confident for route in self.routes])[choice]
-        outputs: list[np.ndarray | None] = [None] * len(self)
+        return weights, first, confident
 
-        def run(k: int, rows: np.ndarray) -> None:
-            raw = predictors[k].run(feeds(self.networks[k], [inputs[i] for i in rows]))[0]
-            probs = probabilities(k, np.asarray(raw, dtype=np.float64))
-            if outputs[k] is None:
-                outputs[k] = np.full((rows_n, probs.shape[1]), np.nan)
-            outputs[k][rows] = probs
-
-        settled = np.zeros(rows_n, dtype=bool)
+    def _settled(self, choice: np.ndarray, outputs: Sequence[np.ndarray | None]) -> np.ndarray:
+        """The rows whose route's ``first`` network was confident enough for its answer to stand."""
+        _, first, confident = self._route_fields(choice)
+        settled = np.zeros(len(choice), dtype=bool)
         for k in np.unique(first[first >= 0]):
             rows = np.flatnonzero(first == k)
-            run(int(k), rows)
-            settled[rows] = outputs[k][rows].max(axis=1) >= confident[rows]
-        for k in range(len(self)):
-            rows = np.flatnonzero((weights[:, k] > 0) & ~settled & (first != k))
-            if rows.size:
-                run(k, rows)
+            if outputs[k] is not None:
+                settled[rows] = outputs[k][rows].max(axis=1) >= confident[rows]
+        return settled
+
+    def routed_reads(self, choice: np.ndarray, outputs: Sequence[np.ndarray | None] | None = None
+                     ) -> dict[int, np.ndarray]:
+        """Which rows of a routed batch each network reads (``choice``: each row's route).  Without
+        ``outputs``, in the first round: each route's ``first`` network, on its rows (none where no
+        route has a first).  Given the first round's ``outputs`` (each network's probabilities, NaN
+        on rows it did not read; None for one that read none), in the second: each route's other
+        networks, on the rows its first was not confident of."""
+        weights, first, _ = self._route_fields(choice)
+        if outputs is None:
+            return {int(k): np.flatnonzero(first == k) for k in np.unique(first[first >= 0])}
+        settled = self._settled(choice, outputs)
+        reads = {k: np.flatnonzero((weights[:, k] > 0) & ~settled & (first != k)) for k in range(len(self))}
+        return {k: rows for k, rows in reads.items() if rows.size}
+
+    def mix_routed(self, choice: np.ndarray, outputs: Sequence[np.ndarray | None]) -> np.ndarray:
+        """Each row's answer in a routed batch: its route's mix of the networks that read it, or the
+        ``first`` network's alone where it was confident."""
+        weights, first, _ = self._route_fields(choice)
+        settled = self._settled(choice, outputs)
         weights[settled] = 0.0
         weights[np.flatnonzero(settled), first[settled]] = 1.0
         labels = next(output.shape[1] for output in outputs if output is not None)
-        stacked = np.stack([np.full((rows_n, labels), np.nan) if output is None else output for output in outputs])
-        return outputs, mix_rows(stacked, weights, self.mixing)
+        stacked = np.stack([np.full((len(choice), labels), np.nan) if output is None else output for output in outputs])
+        return mix_rows(stacked, weights, self.mixing)
 
     def mix(self, probabilities) -> np.ndarray:
         """[networks, ..., labels] -> [..., labels], by the manifest's weights and mixing (a routed
-        ensemble mixes each input by its route, in :meth:`run_routed`)."""
+        ensemble mixes each input by its route, in :meth:`mix_routed`)."""
         return mix(probabilities, self.weights, self.mixing)

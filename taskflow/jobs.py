@@ -20,13 +20,16 @@ another task, model, option or input made.  An output that is a character device
 a FIFO or a descriptor (``/dev/null``, ``/dev/stdout``) is written directly instead,
 as chunks are done, with no side files and no resume (:class:`~taskflow.checkpoint.DirectFiles`);
 through a symbolic link, the file it points to is written.
+
+With a :class:`taskflow.Client` in place of the task, the records are answered by the server it
+names (``taskflow TASK --endpoint URL``: :class:`~taskflow.workers.EndpointPool`); everything
+else of the job stays here, and the checkpoint pins the served model (:func:`endpoint_identity`).
 """
 
 from __future__ import annotations
 
 import collections
 import enum
-import json
 import logging
 import os
 import re
@@ -34,11 +37,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .checkpoint import SIDE_SUFFIXES, DirectFiles, JobFiles, OutputTarget, output_target
+from .checkpoint import SIDE_SUFFIXES, DirectFiles, JobFiles, JobState, default_errors_path, job_state
+from .client import Client
+from .outputs import OutputTarget, output_target
 from .errors import InvalidInputError, JobError, OptionError, ResumeMismatchError
+from .files import json_line
 from .readers import DEFAULT_MAX_RECORD_BYTES, InputFile, Record, count_lines, count_records, error_record, output_record
 from .signals import sigterm_stops_the_job
-from .workers import RayPool, WorkerPool, calling_line, iter_chunks, process_chunk, refuse_in_worker_bootstrap
+from .workers import EndpointPool, RayPool, WorkerPool, calling_line, iter_chunks, process_chunk, refuse_in_worker_bootstrap
 
 # process_chunk, iter_chunks, sigterm_stops_the_job and result_line are the CLI's too (it streams to stdout with them).
 __all__ = ["Record", "run_file", "JobSummary", "job_identity", "process_chunk", "iter_chunks", "sigterm_stops_the_job",
@@ -102,9 +108,61 @@ def job_identity(task, spec, source: InputFile) -> dict:
         "task": task.name,
         "taskflow": __version__,
         "model": {"package": f"{model.task}/{model.name} {model.version}", "fingerprint": model.fingerprint},
-        "compute": {"device": str(options.device), "precision": _pinned(options.precision),
-                    "static": options.static, "tensorrt": options.tensorrt},
+        "compute": _compute(options),
         "options": _task_options(task, spec),
+        "fields": list(source.fields),
+        "encoding": source.encoding,
+        "id_fields": None if source.carry is None else list(source.carry),
+        "input": str(source.path.resolve()),
+    }
+
+
+def _compute(options) -> dict:
+    """How a model's numbers are computed (its ``PredictorOptions``), as an identity pins it."""
+    return {"device": str(options.device), "precision": _pinned(options.precision),
+            "static": options.static, "tensorrt": options.tensorrt}
+
+
+def served_model(task, spec) -> dict:
+    """What a server says of the model behind a route (``GET /v1/tasks``), for the jobs run against
+    it to pin (:func:`endpoint_identity`): the package and its fingerprint, how the numbers are
+    computed and the task's options, as :func:`job_identity` pins a local model's, but a file an
+    option names by its sha256 alone (a server does not show its paths)."""
+    model = task.model
+    return {"package": f"{model.task}/{model.name} {model.version}", "fingerprint": model.fingerprint,
+            "compute": _compute(model.options), "options": _without_paths(_task_options(task, spec))}
+
+
+def _without_paths(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"file", "sha256"}:
+            return {"sha256": value["sha256"]}
+        return {k: _without_paths(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_paths(v) for v in value]
+    return value
+
+
+def endpoint_identity(route: Mapping[str, Any], parameters: Mapping[str, Any] | None, source: InputFile) -> dict:
+    """What the output of a job run against a server depends on, pinned in its checkpoint: what the
+    server says of the route (``route``, from ``GET /v1/tasks``: its task, model package, version and
+    fingerprint, how it computes, the options it was started with, its taskflow version), the job's
+    call-time ``parameters`` over the route's options, and the fields, encoding, id fields and input
+    as :func:`job_identity` has them.  The URL and the route's name are left out: the same model
+    behind another address continues the job.  A server that does not say its fingerprint is
+    compared by package and version alone."""
+    from . import __version__
+
+    options = dict(route.get("options") or {})
+    options.update({name: _pinned(value) for name, value in (parameters or {}).items()})
+    package = route.get("package") or f"{route.get('task')}/{route.get('model')} {route.get('version')}"
+    return {
+        "task": route.get("task"),
+        "taskflow": __version__,
+        "server": route.get("taskflow"),
+        "model": {"package": package, "fingerprint": route.get("fingerprint")},
+        "compute": route.get("compute"),
+        "options": options,
         "fields": list(source.fields),
         "encoding": source.encoding,
         "id_fields": None if source.carry is None else list(source.carry),
@@ -134,7 +192,7 @@ def _pinned(value: Any) -> Any:
             is_file = False
         if not is_file:
             return os.fspath(value)
-        from .packages import sha256_file
+        from .files import sha256_file
 
         return {"file": str(Path(value).resolve()), "sha256": sha256_file(value)}
     if isinstance(value, Mapping):
@@ -172,6 +230,7 @@ def run_file(
     shutdown_timeout: float = 10.0,
     backend: str = "local",
     address: str | None = None,
+    parameters: Mapping[str, Any] | None = None,
 ) -> JobSummary:
     """Run ``task`` over a file into JSON lines, in input order.
 
@@ -188,18 +247,26 @@ def run_file(
     also says the task's options, which the checkpoint pins (:func:`job_identity`).
     ``resume=True`` with a checkpoint made by another job raises
     :class:`~taskflow.errors.ResumeMismatchError` and changes no file.
+    ``task`` may be a :class:`taskflow.Client` instead: the server it names answers the records
+    (:class:`taskflow.workers.EndpointPool`), with ``parameters`` (call-time options) on each request;
+    the fields default to the route's, a chunk is one request of at most its ``max_inputs`` and
+    ``max_batch_items``, and the checkpoint pins the served model (:func:`endpoint_identity`).  The
+    options of a local model (``workers``, ``worker_spec``, ``backend``) are refused; the timeouts
+    of workers are not used (the client's ``timeout`` bounds a request).
     """
     refuse_in_worker_bootstrap()
     call_site = calling_line()
+    _check_endpoint_options(task, parameters, workers=workers, worker_spec=worker_spec, backend=backend)
     _check_job_options(on_error=on_error, workers=workers, worker_spec=worker_spec, fields=fields, id_fields=id_fields,
                        chunk_size=chunk_size, chunk_timeout=chunk_timeout, startup_timeout=startup_timeout,
                        shutdown_timeout=shutdown_timeout, backend=backend, address=address)
+    route = _endpoint_route(task, parameters) if isinstance(task, Client) else None
     input_path, output_path = Path(input_path), Path(output_path)
     errors_given = bool(errors_path)
-    errors_path = Path(errors_path) if errors_path else output_path.with_name(output_path.name + ".errors.jsonl")
-    fields_given, fields = fields is not None, tuple(fields or task.input_fields)
+    errors_path = Path(errors_path) if errors_path else default_errors_path(output_path)
+    fields_given, fields = fields is not None, tuple(fields or (route["input_fields"] if route else task.input_fields))
     id_fields = None if id_fields is None else tuple(id_fields)
-    chunk_size = chunk_size or max(64, task.batch_size * 8)
+    chunk_size = chunk_size or (_request_size(route) if route else max(64, task.batch_size * 8))
     summary = JobSummary(str(input_path), str(output_path))
 
     source = InputFile(input_path, fields, encoding=encoding, carry=id_fields, max_record_bytes=max_record_bytes)
@@ -213,7 +280,8 @@ def run_file(
             raise InvalidInputError(f"--output {output_path} is a directory; name a file, e.g. {output_path / 'out.jsonl'}")
         pool_options = dict(backend=backend, address=address, spec=worker_spec, workers=workers, source=str(input_path),
                             chunk_timeout=chunk_timeout, startup_timeout=startup_timeout,
-                            shutdown_timeout=shutdown_timeout, call_site=call_site)
+                            shutdown_timeout=shutdown_timeout, call_site=call_site,
+                            endpoint=None if route is None else (task, dict(parameters or {}), _request_size(route)))
         target = output_target(output_path)
         if target.direct:
             _run_direct(task, source, summary, target, errors_path, errors_given, resume, chunk_size=chunk_size,
@@ -229,14 +297,16 @@ def run_file(
         output_path = target.path
         _refuse_errors_among_own_files(input_path, output_path, errors_path)
         _refuse_working_file_names(output_path, errors_path)
-        identity = job_identity(task, worker_spec, source)
+        identity = (endpoint_identity(route, parameters, source) if route
+                    else job_identity(task, worker_spec, source))
         # Held until the files are in place: a second job on this output (or errors file) is refused at once.
         with JobFiles.lock(output_path, errors_path):
-            if resume and output_path.exists():
+            state = job_state(output_path) if resume else JobState.FRESH
+            if state is JobState.FINISHING:
                 JobFiles.finish_stopped(output_path, errors_path, identity, source)
-            if resume and output_path.exists() and not os.path.lexists(
-                    output_path.with_name(output_path.name + ".partial.ckpt")):
-                summary.messages.append(_finished_job_message(input_path, output_path, errors_path))
+                state = job_state(output_path)
+            if state is JobState.FINISHED:
+                summary.messages.append(_finished_job_message(input_path, output_path, errors_path, source))
             else:
                 if not resume:
                     _say_progress_dropped(output_path)
@@ -246,6 +316,48 @@ def run_file(
     finally:
         source.close()
     return _said(summary)
+
+
+def _check_endpoint_options(task, parameters, *, workers: int, worker_spec, backend: str) -> None:
+    """A job run against a server (``task`` a :class:`Client`) takes call-time ``parameters`` and no
+    option of a local model; a local job takes no ``parameters``."""
+    if not isinstance(task, Client):
+        if parameters is not None:
+            raise OptionError("parameters are the call-time options a job run against a server (task: a "
+                              "taskflow.Client) sends with each request; a local job takes them as the Taskflow's "
+                              "options, e.g. Taskflow(task, top_k=3)", "parameters")
+        return
+    for name, used in (("workers", workers != 1), ("backend", backend != "local"),
+                       ("worker_spec", worker_spec is not None)):
+        if used:
+            raise OptionError(f"{name}: a job run against a server has its records answered by {task.url}, which "
+                              f"runs its own model (its replicas, its batches); {name} says where a local model "
+                              "runs: leave it out", name)
+    if parameters is not None and not isinstance(parameters, Mapping):
+        raise OptionError(f"parameters must be a dict of call-time options, got {type(parameters).__name__}",
+                          "parameters")
+
+
+def _endpoint_route(task: Client, parameters) -> dict:
+    """What the server says of the route a job runs on, before any file is touched, with the job's
+    call-time ``parameters`` checked by the server itself (a request of no inputs): a wrong one, or a
+    wrong API key, stops the job before it starts."""
+    route = task.describe()
+    accepted = route.get("parameters") or {}
+    unknown = sorted(set(parameters or {}) - set(accepted))
+    if unknown:
+        raise OptionError(f"{unknown[0]!r} is not a call-time option of {task.url}/v1/{task.task}; it takes "
+                          f"{', '.join(accepted) or 'none'} (the others are fixed when the server starts)", unknown[0])
+    task([], on_error="skip", **(parameters or {}))
+    return route
+
+
+def _request_size(route: Mapping[str, Any]) -> int:
+    """Records a request of an endpoint job holds, at most: what one request may hold and one call of
+    the server's model runs (a chunk of that size is one pass of the server's batches, as a local
+    job's chunk is one of its own)."""
+    limits = route.get("limits") or {}
+    return max(1, min(int(limits.get("max_inputs") or 256), int(limits.get("max_batch_items") or 256)))
 
 
 def _said(summary: JobSummary) -> JobSummary:
@@ -342,12 +454,12 @@ def _run_direct(task, source: InputFile, summary: JobSummary, target: OutputTarg
                 files.close()
 
 
-def _finished_job_message(input_path: Path, output_path: Path, errors_path: Path) -> str:
+def _finished_job_message(input_path: Path, output_path: Path, errors_path: Path, source: InputFile) -> str:
     """``resume`` on an output a job finished (it keeps no checkpoint): nothing to do while the input
     holds exactly the records the output and its errors file account for; otherwise the input grew
     or shrank since, and continuing would skip or mix records, so the job is refused."""
     done = count_lines(output_path) + (count_lines(errors_path) if errors_path.is_file() else 0)
-    records = count_records(input_path)
+    records = count_records(input_path, encoding=source.encoding, max_record_bytes=source.max_record_bytes)
     if records != done:
         raise ResumeMismatchError(
             f"cannot resume {output_path}: a job finished it with {done} record(s)"
@@ -394,8 +506,8 @@ def _refuse_working_file_names(output_path: Path, errors_path: Path) -> None:
             if path.name.endswith(suffix) and len(path.name) > len(suffix):
                 raise InvalidInputError(
                     f"{flag} {path} ends in {suffix}, the name of a job's working file (a job on "
-                    f"{path.name[:-len(suffix)]} writes it): choose a name that does not end in .partial, "
-                    ".partial.ckpt or .lock")
+                    f"{path.name[:-len(suffix)]} writes it): choose a name that does not end in "
+                    f"{', '.join(SIDE_SUFFIXES[:-1])} or {SIDE_SUFFIXES[-1]}")
 
 
 def _refuse_errors_among_own_files(input_path: Path, output_path: Path, errors_path: Path) -> None:
@@ -408,11 +520,15 @@ def _refuse_errors_among_own_files(input_path: Path, output_path: Path, errors_p
                 wrote = "is" if errors_file == errors_path else f"would write {errors_file}, which is"
                 raise InvalidInputError(
                     f"--errors {errors_path} {wrote} the job's own {what} ({path}); the job would overwrite it: "
-                    f"name another file (errors_path=), e.g. {output_path.with_name(output_path.name + '.errors.jsonl')}")
+                    f"name another file (errors_path=), e.g. {default_errors_path(output_path)}")
 
 
-def _pool(backend: str, address: str | None, spec, workers: int, **options):
-    """Where the chunks run: None (this process), local worker processes, or Ray actors."""
+def _pool(backend: str, address: str | None, spec, workers: int, endpoint=None, **options):
+    """Where the chunks run: None (this process), local worker processes, Ray actors, or a server
+    (``endpoint``: its client, the call-time parameters and the inputs one request holds)."""
+    if endpoint is not None:
+        client, parameters, max_inputs = endpoint
+        return EndpointPool(client, parameters, source=options["source"], max_inputs=max_inputs)
     if backend == "ray":
         return RayPool(spec, workers, address=address, **options)
     return WorkerPool(spec, workers, **options) if workers > 1 else None
@@ -424,7 +540,8 @@ def _run(task, source: InputFile, files: JobFiles, summary: JobSummary, *, chunk
     from tqdm.auto import tqdm
 
     summary.resumed_from = files.done
-    total = count_records(source.path) if progress is not False else None
+    total = (count_records(source.path, encoding=source.encoding, max_record_bytes=source.max_record_bytes)
+             if progress is not False else None)
     pool = _pool(**pool_options)
     try:
         # A job resumed inside a chunk (it stopped at a bad line) first finishes that chunk, so the
@@ -452,16 +569,11 @@ def _run(task, source: InputFile, files: JobFiles, summary: JobSummary, *, chunk
             pool.abort()
 
 
-def _json_line(value: dict) -> bytes:
-    # Strict JSON: NaN and Infinity are refused here (ValueError), not written where no parser reads them.
-    return (json.dumps(value, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
-
-
 def result_line(record: Record, result: Any, source: str) -> tuple[bytes | None, str | None]:
     """``(line, None)``: the output line of one result, strict JSON in UTF-8; or ``(None, why)``
     when the result cannot be one (a bad record, named by ``source`` and its line)."""
     try:
-        return _json_line(output_record(record, result)), None
+        return json_line(output_record(record, result)), None
     except UnicodeEncodeError as exc:
         bad = exc.object[exc.start:exc.end]
         return None, f"{source}:{record.line}: the result cannot be written as UTF-8 ({exc.reason}: {bad!r})"
@@ -470,12 +582,12 @@ def result_line(record: Record, result: Any, source: str) -> tuple[bytes | None,
                       "it cannot be written as JSON")
 
 
-def _error_line(value: dict) -> bytes:
+def error_line(value: dict) -> bytes:
     """An errors-file line; what cannot be UTF-8 (a lone surrogate in the input) is written as a JSON escape."""
     try:
-        return _json_line(value)
+        return json_line(value)
     except UnicodeEncodeError:
-        return (json.dumps(value, ensure_ascii=True, allow_nan=False) + "\n").encode("ascii")
+        return json_line(value, ascii=True)
 
 
 def _write_outcomes(outcomes: list, files: JobFiles, summary: JobSummary, on_error: str, source: str) -> None:
@@ -495,7 +607,7 @@ def _write_outcomes(outcomes: list, files: JobFiles, summary: JobSummary, on_err
                 summary.processed += len(out_lines)
                 after = files.after_stop if files.done else "run the job again"   # nothing done: nothing kept
                 raise InvalidInputError(f"{error}. Fix the line and {after}, or use --on-error skip")
-            err_lines.append(_error_line(error_record(record, error)))
+            err_lines.append(error_line(error_record(record, error)))
             summary.skip_reasons[_LOCATION.sub("", str(error), count=1)] += 1
         in_bytes = record.end
     files.write(out_lines, err_lines, files.done + len(outcomes), in_bytes)
@@ -520,6 +632,9 @@ def _check_accounting(source: InputFile, files: JobFiles, summary: JobSummary, u
                        f"{size:,}); {then}")
     header = 1 if source.format in ("csv", "tsv") and source.lines else 0
     lines = count_lines(source.path, source.offset)
-    if lines != source.lines or files.done != lines - header:
+    # A CSV record whose quoted field holds line breaks spans lines: its records are counted as read.
+    records = (count_records(source.path, encoding=source.encoding, max_record_bytes=source.max_record_bytes)
+               if source.format == "csv" else lines - header)
+    if lines != source.lines or files.done != records:
         raise JobError(f"internal check failed: {source.source} has {lines} line(s) but {files.done} record(s) were "
                        f"accounted for; the output is left as {files.out_tmp or files.output}; please report this")

@@ -32,9 +32,12 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence, TypeVar
 
 from .errors import ChecksumError, ManifestError
-from .packages import MANIFEST, Manifest, ModelPackage, cache_dir, cache_link_problem, home_dir, inside, resolve
-from .predictor import InputSpec, Predictor, PredictorOptions, check_device, load_weights
+from .files import home_dir
+from .manifest import MANIFEST, Manifest, ModelPackage, inside
+from .packages import cache_dir, cache_link_problem, resolve
+from .predictor import InputSpec, Predictor, PredictorOptions, check_device
 from .text import Normalizer, t2s_table
+from .weights import load_weights
 
 __all__ = ["Model", "register_network", "network_class", "network_types"]
 
@@ -379,7 +382,7 @@ class Model:
         package's manifest (a foreign package must not place a program where a pinned model would
         find it).  Exports in either are named by :meth:`weights_key` and checked before reuse; when
         the folder cannot be written and holds no valid export, the predictor exports to a private
-        temporary folder instead (see :class:`taskflow.predictor.Predictor`), as it does when a link
+        temporary folder instead (see :func:`taskflow.exports.cached_export`), as it does when a link
         on the way was made by another user (:func:`taskflow.packages.cache_link_problem`)."""
         if self.source == "task_path":
             folder = home_dir(self.home) / "taskflow" / ".exports"
@@ -387,9 +390,9 @@ class Model:
             folder = cache_dir(self.task, self.name, self.version, self.home) / "static"
         problem = cache_link_problem(folder, self.home)
         if problem:
-            from .predictor import _private_export_root
+            from .exports import private_export_root
 
-            fallback = _private_export_root()
+            fallback = private_export_root()
             warnings.warn(f"not writing the static-graph export under {folder}: {problem}; using {fallback} instead. "
                           "Remove the link or make it yourself, or set PPNLP_HOME (home=) to a folder of your own",
                           RuntimeWarning, stacklevel=4)

@@ -11,11 +11,12 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from .display import Results
 from .errors import ModelNotFoundError, OptionError, UnknownModelError
+from .files import home_dir
 from .model import Model
 from .predictor import PredictorOptions
 from .registry import get_task_class, task_names
 from .runner import Runner, check_on_error
-from .packages import available_models, home_dir, is_offline, pinned_manifest
+from .packages import available_models, is_offline, pinned_manifest
 
 __all__ = ["Taskflow", "PipelineSpec"]
 

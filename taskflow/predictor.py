@@ -2,23 +2,20 @@
 
 The dynamic-graph network (a ``paddle.nn.Layer``) is exported once per model
 weights and Paddle IR format into the cache (``.json`` under Paddle 3's PIR,
-``.pdmodel`` under Paddle 2), then served by a Paddle Inference predictor.
+``.pdmodel`` under Paddle 2; the cache's folders and stamps are
+:mod:`taskflow.exports`), then served by a Paddle Inference predictor.
 Every setting lives on the :class:`Predictor`; nothing here changes Paddle's
 global state except inside context managers that restore it, and the one
 environment variable :func:`mkl_cpu_type` sets on AMD CPUs before Paddle loads.
+The weights file format is :mod:`taskflow.weights`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
-import shutil
-import stat
-import tempfile
 import threading
-import uuid
 import warnings
 from dataclasses import dataclass, field
 from enum import Enum
@@ -28,7 +25,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from .errors import DeviceError, ExportError, OptionError, PaddleNotInstalledError, TaskflowError
-from .packages import sha256_file
+from .exports import cached_export
 
 __all__ = ["Device", "Precision", "InputSpec", "PredictorOptions", "Predictor", "import_paddle"]
 
@@ -357,91 +354,6 @@ class _NativeStderr:
         return False
 
 
-# ------------------------------------------------------- export folders, stamps
-# An export folder holds what paddle.jit.save wrote and a stamp: the full key the folder is named
-# by (its name shows 16 hex digits of it), the sha256 of each file the network was built from (its
-# weights: the bytes it read, which the model checked as it read them) and each exported file's
-# sha256.  An export is used only when its stamp names the key and the sources asked for and every
-# file still matches, so a folder written by another package, one made from weights swapped in
-# after the package was verified (by a taskflow that did not yet check them as read), a
-# half-copied cache or a planted file is exported again, not run.
-_STAMP = "export.json"
-# Stamps checked by this process: {(folder, key, files' (name, size, mtime, inode))}.
-_CHECKED_EXPORTS: set[tuple] = set()
-
-
-def _write_stamp(folder: Path, key: str, built_from: Mapping[str, str]) -> None:
-    files = {p.name: sha256_file(p) for p in sorted(folder.iterdir()) if p.is_file()}
-    (folder / _STAMP).write_text(json.dumps({"key": key, "built_from": dict(built_from), "files": files}, indent=1),
-                                 encoding="utf-8")
-
-
-def _valid_export(folder: Path, key: str, fmt: str, built_from: Mapping[str, str]) -> tuple[Path, Path] | None:
-    """``(program, params)`` of the export in ``folder`` if its stamp checks out, else None."""
-    model_file, params_file = folder / f"inference.{fmt}", folder / "inference.pdiparams"
-    try:
-        stamp = json.loads((folder / _STAMP).read_text(encoding="utf-8"))
-        files = stamp["files"]
-        if stamp["key"] != key or stamp.get("built_from") != dict(built_from) \
-                or not {model_file.name, params_file.name} <= set(files):
-            return None
-        seen = tuple((name, *_identity(folder / name)) for name in sorted(files))
-        if (str(folder), key, seen) not in _CHECKED_EXPORTS:
-            if any(sha256_file(folder / name) != sha for name, sha in files.items()):
-                return None
-            _CHECKED_EXPORTS.add((str(folder), key, seen))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-    return model_file, params_file
-
-
-def _identity(path: Path) -> tuple[int, int, int]:
-    info = os.stat(path, follow_symlinks=False)
-    return info.st_size, info.st_mtime_ns, info.st_ino
-
-
-def _export_lock(folder: Path, name: str):
-    from filelock import FileLock
-
-    return FileLock(str(folder / f".{name}.lock"))
-
-
-_PRIVATE_ROOTS: list[Path] = []
-
-
-def _private_export_root() -> Path:
-    """A folder only this user can write, for exports when the cache cannot take them.
-
-    ``<tmp>/taskflow-static-<uid>`` is kept across processes (so each does not export again), but
-    only if it is a real folder (not a symlink) owned by this user with no access for others;
-    anyone can create that name first in a shared /tmp.  Otherwise, and where there are no user
-    ids, a fresh ``mkdtemp`` folder, removed when the process ends."""
-    import atexit
-
-    if _PRIVATE_ROOTS:
-        return _PRIVATE_ROOTS[0]
-    if hasattr(os, "getuid"):
-        shared = Path(tempfile.gettempdir()) / f"taskflow-static-{os.getuid()}"
-        try:
-            os.mkdir(shared, 0o700)
-        except FileExistsError:
-            pass
-        except OSError:
-            shared = None
-        if shared is not None:
-            info = os.lstat(shared)
-            if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077:
-                _PRIVATE_ROOTS.append(shared)
-                return shared
-            warnings.warn(f"{shared} is not a private folder of this user (owner uid {info.st_uid}, mode "
-                          f"{stat.S_IMODE(info.st_mode):o}); not using it for static-graph exports",
-                          RuntimeWarning, stacklevel=5)
-    private = Path(tempfile.mkdtemp(prefix="taskflow-static-"))
-    atexit.register(shutil.rmtree, private, ignore_errors=True)
-    _PRIVATE_ROOTS.append(private)
-    return private
-
-
 # Batches of at most this many rows run without oneDNN (see Predictor).  Plain kernels were faster
 # up to 4 rows for the sentiment char CNN and the encoder and oneDNN from 8 (1.4x at 16), but with 4
 # a single review cut into more chunks still grew memory; 16 keeps one-text calls flat.
@@ -495,7 +407,8 @@ class Predictor:
                                 else None)
         self._roots: dict[bool, object] = {}     # small batch? -> the first predictor, which others clone
         if self.options.static:
-            self.model_file, self.params_file = self._export(Path(export_dir), weights_key)
+            self.model_file, self.params_file = cached_export(
+                Path(export_dir), weights_key, _ir_format(self._paddle), self._built_from, self._write_static)
             # Not needed again; and dropping it lets a model and this predictor be freed by reference
             # counting alone (build_network is usually a bound method of the model that holds this).
             self._build_network = None
@@ -508,38 +421,11 @@ class Predictor:
                 self._network = build_network()
 
     # ----------------------------------------------------------------- export
-    def _export(self, export_dir: Path, weights_key: str) -> tuple[Path, Path]:
-        """The export named by ``weights_key`` in ``export_dir``: reused when its stamp checks out
-        (a read-only copied cache included), else made there, else, when ``export_dir`` cannot be
-        written, made in a private temporary folder."""
-        fmt = _ir_format(self._paddle)
-        name = f"{fmt}-{weights_key[:16]}"
-        found = _valid_export(export_dir / name, weights_key, fmt, self._built_from)
-        if found:
-            return found
-        try:
-            export_dir.mkdir(parents=True, exist_ok=True)
-            lock = _export_lock(export_dir, name)
-            lock.acquire()
-        except OSError as exc:
-            fallback = _private_export_root()
-            warnings.warn(
-                f"cannot write the static-graph export under {export_dir} ({exc.strerror or exc}); "
-                f"using {fallback} instead. Set PPNLP_HOME (or home=) to a writable directory to keep it.",
-                RuntimeWarning, stacklevel=4,
-            )
-            export_dir, lock = fallback, _export_lock(fallback, name)
-            lock.acquire()
-        try:
-            return (_valid_export(export_dir / name, weights_key, fmt, self._built_from)
-                    or self._write_export(export_dir, name, weights_key, fmt))
-        finally:
-            lock.release()
-
-    def _write_export(self, export_dir: Path, name: str, weights_key: str, fmt: str) -> tuple[Path, Path]:
+    def _write_static(self, folder: Path) -> None:
+        """Trace the network and write its static program into ``folder`` (``paddle.jit.save``'s
+        ``inference.*`` files); :func:`taskflow.exports.cached_export` stamps the folder and puts it
+        in place."""
         paddle = self._paddle
-        target = export_dir / name
-        staging = export_dir / f".{name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
         native_log = _NativeStderr()
         try:
             with dynamic_graph(), paddle_device(Device("cpu")), native_log:
@@ -548,24 +434,12 @@ class Predictor:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     static = paddle.jit.to_static(network, input_spec=spec, full_graph=True)
-                    paddle.jit.save(static, str(staging / "inference"))
-            if not (staging / f"inference.{fmt}").is_file():
-                raise ExportError(f"paddle.jit.save wrote {sorted(os.listdir(staging))}, expected inference.{fmt}")
-            _write_stamp(staging, weights_key, self._built_from)
-            # A directory rename is atomic: readers see no export or a whole one.
-            shutil.rmtree(target, ignore_errors=True)
-            os.replace(staging, target)
+                    paddle.jit.save(static, str(folder / "inference"))
         except TaskflowError:   # said already (weights that do not fit, or changed since they were verified)
             raise
         except Exception as exc:
             said = f"; Paddle said: {native_log.text[-2000:]}" if native_log.text.strip() else ""
-            raise ExportError(f"could not export the network to a static graph in {export_dir}: {exc}{said}") from exc
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-        found = _valid_export(target, weights_key, fmt, self._built_from)
-        if not found:
-            raise ExportError(f"the static export in {target} changed while it was written; run again")
-        return found
+            raise ExportError(f"could not export the network to a static graph in {folder.parent}: {exc}{said}") from exc
 
     @staticmethod
     def _create(config):
@@ -629,148 +503,3 @@ class Predictor:
             if not isinstance(outputs, (list, tuple)):
                 outputs = [outputs]
             return [out.numpy() for out in outputs]
-
-
-# ------------------------------------------------------------- weights format
-# Weights are stored as .npz (no pickle, so loading a downloaded file cannot run
-# code), keyed by state_dict name; large embedding tables may be float16 on disk, and a
-# frozen one (corpus vectors the training never moves) int8, each row with its scale.
-
-# paddle.nn.GRU / LSTM / SimpleRNN register every weight under two names (``weight_ih_l0`` and
-# ``0.cell_fw.weight_ih``, one Parameter object); such a weight is stored once, and this entry
-# (a JSON object, second name -> first name) says which names share it.
-_ALIASES = "__aliases__"
-# An int8 table ``name`` is stored with ``name + _ROW_SCALE`` ([rows, 1] float32): row i is
-# ``name[i] * scale[i]``, symmetric round-to-nearest with the row's largest magnitude at 127.  A
-# narrow one (at most _NARROW columns: a linear model's per-label n-gram weights, where a float32
-# scale per row would outweigh the row) has ``name + _COLUMN_SCALE`` ([1, columns]) instead.
-_ROW_SCALE = "@row_scale"
-_COLUMN_SCALE = "@column_scale"
-_SCALES = (_ROW_SCALE, _COLUMN_SCALE)
-_NARROW = 4
-
-
-def save_weights(network, path: str | os.PathLike, float16: Callable[[str], bool] = lambda name: False,
-                 int8: Callable[[str], bool] = lambda name: False) -> None:
-    """Save ``network.state_dict()`` to ``path``; names for which ``float16(name)`` is true are halved,
-    2-D ones for which ``int8(name)`` is true quartered (int8 with a scale per row, or per column for
-    a narrow table, see ``_ROW_SCALE``; for tables where a relative error of ~0.5% of the largest
-    value is far below what the network can tell apart, which the caller measures).
-
-    A parameter registered under several names is written once (see ``_ALIASES``).
-    """
-    from .packages import atomic_write_bytes
-    import io
-
-    arrays, first_name, aliases = {}, {}, {}
-    for name, tensor in network.state_dict().items():
-        owner = first_name.setdefault(id(tensor), name)
-        if owner != name:
-            aliases[name] = owner
-            continue
-        array = tensor.numpy()
-        if int8(name) and array.ndim == 2 and array.dtype.kind == "f":
-            narrow = array.shape[1] <= _NARROW
-            arrays[name], arrays[name + (_COLUMN_SCALE if narrow else _ROW_SCALE)] = quantize(array, axis=int(not narrow))
-            continue
-        arrays[name] = array.astype(np.float16) if float16(name) and array.dtype == np.float32 else array
-    if aliases:
-        arrays[_ALIASES] = np.array(json.dumps(aliases, sort_keys=True))
-    buffer = io.BytesIO()
-    # Compressed: a package's size is budgeted (15 MB for a fast one) and float16 tables deflate by
-    # ~8%; reading a 13 MB file takes 60 ms longer.  load_weights checks every member's shape from
-    # its header first, so no member can inflate past what the network holds.
-    np.savez_compressed(buffer, **arrays)
-    atomic_write_bytes(path, buffer.getvalue())
-
-
-def quantize(array: np.ndarray, axis: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """``(int8 values, float32 scales)`` with ``values * scales`` ~ ``array``: one scale per row
-    (``axis=1``, scales [rows, 1]) or per column (``axis=0``, scales [1, columns])."""
-    array = np.asarray(array, dtype=np.float32)
-    scales = np.abs(array).max(axis=axis, keepdims=True) / 127.0
-    safe = np.where(scales > 0, scales, 1.0)
-    return np.clip(np.rint(array / safe), -127, 127).astype(np.int8), scales.astype(np.float32)
-
-
-_MAX_ALIASES_BYTES = 1 << 22   # the alias table is a few KB of JSON; more is not one save_weights wrote
-
-
-def npz_headers(path: str | os.PathLike, data: bytes | None = None) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
-    """Each array's ``(shape, dtype)`` in an .npz, read from the .npy headers of its zip members
-    without loading (or decompressing) any array, so a file can be judged before memory is spent.
-    ``data``: the file's bytes, already read (``path`` then only names it in messages)."""
-    import io
-    import zipfile
-
-    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
-    headers = {}
-    try:
-        with zipfile.ZipFile(path if data is None else io.BytesIO(data)) as archive:
-            for info in archive.infolist():
-                with archive.open(info) as member:
-                    version = np.lib.format.read_magic(member)
-                    if version not in readers:
-                        raise ValueError(f"member {info.filename!r} has .npy format {version}")
-                    shape, _, dtype = readers[version](member)
-                headers[info.filename.removesuffix(".npy")] = (tuple(shape), dtype)
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
-        raise ExportError(f"{path} is not a weights file written by save_weights ({exc})") from None
-    return headers
-
-
-def load_weights(network, path: str | os.PathLike, data: bytes | None = None) -> None:
-    """Load an .npz written by :func:`save_weights` into ``network``; every name, shape and dtype
-    must fit, and all are checked from the arrays' headers before any array is read.  ``data``:
-    the file's bytes, already read and checked by the caller (``path`` then only names it)."""
-    import io
-
-    paddle = import_paddle()
-    expected = network.state_dict()
-    headers = npz_headers(path, data)
-    if _ALIASES in headers:
-        shape, dtype = headers[_ALIASES]
-        if shape != () or dtype.kind != "U" or dtype.itemsize > _MAX_ALIASES_BYTES:
-            raise ExportError(f"{path}: {_ALIASES} is {dtype} of shape {shape}, not the short JSON text save_weights writes")
-    scaled = {}     # int8 table -> the name of its scales
-    for stored_name in headers:
-        for suffix in _SCALES:
-            if stored_name.endswith(suffix):
-                name = stored_name.removesuffix(suffix)
-                if name in scaled:
-                    raise ExportError(f"{path}: {name} has scales twice ({scaled[name]}, {stored_name})")
-                scaled[name] = stored_name
-    for name, scale_name in scaled.items():
-        table = headers.get(name, ((0, 0), None))[0]
-        expected_shape = (table[0], 1) if scale_name.endswith(_ROW_SCALE) else (1, table[-1])
-        shape, dtype = headers[scale_name]
-        if name not in headers or headers[name][1] != np.int8 or len(table) != 2 or shape != expected_shape \
-                or dtype != np.float32:
-            raise ExportError(f"{path}: {scale_name} is {dtype} of shape {shape}, not the float32 "
-                              f"{list(expected_shape)} scales of an int8 table {name} that save_weights writes")
-    with np.load(path if data is None else io.BytesIO(data), allow_pickle=False) as stored:
-        aliases = json.loads(str(stored[_ALIASES])) if _ALIASES in headers else {}
-        available = (set(headers) - {_ALIASES} - set(scaled.values())) | set(aliases)
-        missing = sorted(set(expected) - available)
-        unexpected = sorted(available - set(expected))
-        if missing or unexpected:
-            raise ExportError(f"{path} does not fit the network: missing {missing}, unexpected {unexpected}")
-        for name, tensor in expected.items():
-            if aliases.get(name, name) not in headers:
-                raise ExportError(f"{path}: {name} is stored as {aliases[name]!r}, which the file does not hold")
-            shape, dtype = headers[aliases.get(name, name)]
-            if shape != tuple(tensor.shape):
-                raise ExportError(f"{path}: {name} has shape {shape}, the network expects {tuple(tensor.shape)}")
-            if dtype.kind not in "biuf":
-                raise ExportError(f"{path}: {name} holds {dtype}, not numbers")
-            if dtype == np.int8 and aliases.get(name, name) not in scaled and tensor.numpy().dtype.kind == "f":
-                raise ExportError(f"{path}: {name} is stored as int8 without its scales; "
-                                  "re-save it with save_weights")
-        state = {}
-        for name, tensor in expected.items():
-            stored_name = aliases.get(name, name)
-            array = stored[stored_name]
-            if stored_name in scaled:
-                array = array.astype(np.float32) * stored[scaled[stored_name]]
-            state[name] = paddle.to_tensor(array.astype(str(tensor.numpy().dtype)))
-    network.set_state_dict(state)

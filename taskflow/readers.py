@@ -1,36 +1,44 @@
-"""Records of a batch job's input file, one per physical line, every line accounted for.
+"""Records of a batch job's input file, every line accounted for.
 
-Formats, by extension:
+Formats, by extension (or, for standard input and other streams, as ``format=`` names them):
 
 * ``.txt``: a record a line (tab-separated parts for a task of several fields);
 * ``.jsonl`` / ``.ndjson``: a JSON value a line; an object's ``fields`` are picked;
 * ``.csv`` / ``.tsv``: a header row, then a record a line.  ``.csv`` fields may be
-  quoted (RFC 4180) within their line; ``.tsv`` has no quoting (a ``"`` is a character).
+  quoted (RFC 4180), and a quoted field may hold line breaks (``"很好\\n下次还来",5``
+  is one record of two fields); ``.tsv`` has no quoting (a ``"`` is a character).
 
-One rule for every format: a record is exactly one line (``\\n`` or ``\\r\\n``); the
-newline that ends the file does not start another record.  A line that cannot be
-a record becomes an error record with its line number (the job's ``on_error``
-decides whether that stops it), never a skipped one: bytes that are not valid in
-the file's encoding, a NUL byte, more than ``max_record_bytes``, a blank line, bad
-JSON, a JSON value Python cannot hold (an integer of more than 4,300 digits), a number
-JSON cannot hold (``NaN``, ``Infinity``, ``1e400``, which Python's parser takes), a
-lone surrogate escape (``"\\udc80"``: no character, so it cannot be written out), a
-missing key, a CSV quote left open (a field that would span lines), the wrong
-number of fields.  A UTF-8 byte-order mark at the start is dropped (``utf-8`` and
-``utf-8-sig`` read the same).
+A record is one line (``\\n`` or ``\\r\\n``), except a CSV record whose quoted field
+holds line breaks: it is numbered by the line it starts on (in messages, the errors
+file and a job's checkpoint alike), and its text keeps the line breaks as the file
+writes them.  A quote opened on a line is taken for a stray one, not a field with
+line breaks, when no later line closes it into a valid record of the header's width
+(before the end of the input and within ``max_record_bytes``): that line alone is
+then a bad record, and the lines after it are read as records of their own, so one
+stray ``"`` never swallows the records after it.  The newline that ends the file
+does not start another record.  A line that cannot be a record becomes an error
+record with its line number (the job's ``on_error`` decides whether that stops it),
+never a skipped one: bytes that are not valid in the file's encoding, a NUL byte,
+more than ``max_record_bytes``, a blank line, bad JSON, a JSON value Python cannot
+hold (an integer of more than 4,300 digits), a number JSON cannot hold (``NaN``,
+``Infinity``, ``1e400``, which Python's parser takes), a lone surrogate escape
+(``"\\udc80"``: no character, so it cannot be written out), a missing key, a CSV
+quote left open, the wrong number of fields.  A UTF-8 byte-order mark at the start is
+dropped (``utf-8`` and ``utf-8-sig`` read the same).
 
 An input that cannot be read at all (missing file, unknown extension, unusable
 encoding, a CSV header without the needed columns) raises at construction.
 
 A FIFO or a character device (``mkfifo``, ``<(zcat x.gz)``, which is ``/dev/fd/N``) can only
 be read once, front to back: :func:`stream_kind` tells it apart, and it is read as a stream
-(``stream=``), by its extension's format or, with none, as .txt.  A job (``run_file``) needs a
-regular file, which it reads again to count, check and resume.
+(``stream=``): in the ``format=`` given, else in its extension's format or, with none, as .txt.
+A job (``run_file``) needs a regular file, which it reads again to count, check and resume.
 """
 
 from __future__ import annotations
 
 import codecs
+import collections
 import csv
 import json
 import math
@@ -39,7 +47,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, NamedTuple, Sequence
 
 from .errors import InvalidInputError
 
@@ -70,6 +78,48 @@ class Record:
     raw: str | None = None
     terminated: bool = True
     end: int = 0
+
+
+class _Line(NamedTuple):
+    """One physical line as read: its ``text`` (what can be shown of it, with an ``error``); ``ending`` is its
+    line end as written ("\\n", "\\r\\n", or "" for a last line without one), ``size`` its bytes without it,
+    ``end`` the byte offset just past it.  A CSV record that spans lines is one of these too, numbered by its
+    first line."""
+
+    number: int
+    text: str
+    error: str | None
+    terminated: bool
+    ending: str = "\n"
+    size: int = 0
+    end: int = 0
+
+
+def _ends_quoted(text: str | bytes, quoted: bool = False) -> bool:
+    """Whether a CSV line (str, or bytes of an ASCII-compatible encoding) ends inside a quoted field
+    (``quoted``: it starts inside one), read as RFC 4180 and Python's csv module read quotes: a ``"``
+    that starts a field opens it, ``""`` inside is a quote, another ``"`` closes it; a ``"`` inside an
+    unquoted field is a character."""
+    mark, comma = ('"', ",") if isinstance(text, str) else (b'"', b",")
+    if not quoted and mark not in text:
+        return False
+    at = 0
+    if not quoted and text.startswith(mark):
+        quoted, at = True, 1
+    while True:
+        if quoted:
+            quote = text.find(mark, at)
+            if quote < 0:
+                return True
+            if text.startswith(mark, quote + 1):
+                at = quote + 2
+                continue
+            quoted, at = False, quote + 1
+        at = text.find(comma, at) + 1
+        if not at:
+            return False
+        if text.startswith(mark, at):
+            quoted, at = True, at + 1
 
 
 def _lone_surrogate(value: Any) -> str | None:
@@ -206,16 +256,24 @@ class InputFile:
         carry: Sequence[str] | None = None,
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
         stream=None,
+        format: str | None = None,
     ):
         # ``stream``: an open binary stream with ``readline`` and ``peek`` (standard input, a FIFO), read
-        # in the format ``path``'s extension names, as .txt without one; ``path`` names it in messages.
-        # It is not closed here.
+        # in ``format`` ("txt", "jsonl", "csv", "tsv"), else in the one ``path``'s extension names, as .txt
+        # without one; ``path`` names it in messages.  It is not closed here.  A file is read in the format
+        # its extension names (``format``, if given, must be that one).
         self.path = None if stream is not None else check_path(path)
         self.source = str(path)
+        if format is not None and format not in FORMATS.values():
+            raise InvalidInputError(f"unknown input format {format!r}; taskflow reads "
+                                    f"{', '.join(dict.fromkeys(FORMATS.values()))}")
         if stream is None:
             self.format = file_format(self.path)
+            if format is not None and format != self.format:
+                raise InvalidInputError(f"{self.source} is read as its extension says ({self.format}), not as "
+                                        f"{format}: rename it to .{format}, or pipe it in as standard input")
         else:
-            self.format = file_format(Path(path)) if Path(path).suffix else "txt"
+            self.format = format or (file_format(Path(path)) if Path(path).suffix else "txt")
         self.encoding = check_encoding(encoding)
         if not isinstance(max_record_bytes, int) or isinstance(max_record_bytes, bool) or max_record_bytes < 1:
             raise InvalidInputError(f"max_record_bytes must be a positive int, got {max_record_bytes!r}")
@@ -226,11 +284,13 @@ class InputFile:
             raise InvalidInputError(
                 f"{self.source}: a .txt file has no named fields to carry ({', '.join(self.carry)}); "
                 "--id-field (id_fields=) needs a .jsonl, .csv or .tsv input"
+                + (" (standard input and other streams: --format jsonl, csv or tsv)" if stream is not None else "")
             )
         self.lines = 0    # physical lines consumed, the header included
         self.offset = 0   # bytes consumed
         self.records = 0  # records yielded (not counting skipped ones)
         self.header: list[str] | None = None
+        self._ahead: collections.deque[_Line] = collections.deque()   # lines read past a stray CSV quote
         self._handle = stream if stream is not None else open(self.path, "rb")
         try:
             self._start()
@@ -256,8 +316,12 @@ class InputFile:
         if self.format in ("csv", "tsv"):
             self._read_header()
 
-    def _next_line(self) -> tuple[int, str | None, str | None, bool] | None:
-        """``(number, text, error, terminated)`` of the next physical line, or None at the end."""
+    def _read_line(self) -> _Line | None:
+        """The next physical line (of those read ahead first), or None at the end."""
+        if self._ahead:
+            line = self._ahead.popleft()
+            self.lines, self.offset = line.number, line.end
+            return line
         limit = self.max_record_bytes
         data = self._handle.readline(limit + 2)  # + "\r\n"
         if not data:
@@ -268,6 +332,11 @@ class InputFile:
         terminated = data.endswith(b"\n")
         content = data.rstrip(b"\n")
         content = content[:-1] if content.endswith(b"\r") else content
+        ending = data[len(content):].decode("ascii")
+
+        def line(text, error=None):
+            return _Line(number, text, error, terminated, ending, len(content), self.offset)
+
         if len(content) > limit or (not terminated and len(data) == limit + 2):
             size = len(content)
             while not terminated:  # drop the rest of the line without holding it
@@ -277,25 +346,72 @@ class InputFile:
                 self.offset += len(more)
                 terminated = more.endswith(b"\n")
                 size += len(more.rstrip(b"\r\n"))
-            return number, self._shown(content[:_SHOWN * 4]), (
+            return _Line(number, self._shown(content[:_SHOWN * 4]), (
                 f"{self.source}:{number}: line is longer than max_record_bytes ({limit:,} bytes; it has {size:,}); "
                 "is a quote or newline missing? (raise --max-record-bytes if such records are expected)"
-            ), terminated
+            ), terminated, "", size, self.offset)
         try:
             text = content.decode(self.encoding)
         except ValueError as exc:   # UnicodeDecodeError, or a codec's own complaint (idna: "Invalid character")
             where = (f"{exc.reason} at byte {exc.start + 1} of the line" if isinstance(exc, UnicodeDecodeError)
                      else str(exc))
-            return number, self._shown(content), (
+            return line(self._shown(content), (
                 f"{self.source}:{number}: not valid {self.encoding} ({where}); "
                 "if the file is in another encoding, name it with --encoding (e.g. --encoding gbk; encoding='gbk' in Python)"
-            ), terminated
+            ))
         if "\x00" in text:
-            return number, text, (
+            return line(text, (
                 f"{self.source}:{number}: line holds a NUL byte at character {text.index(chr(0)) + 1} "
                 "(a binary file, or one damaged by a crash?)"
-            ), terminated
-        return number, text, None, terminated
+            ))
+        return line(text)
+
+    def _next_record(self) -> _Line | None:
+        """The next record's line: a physical line, or for a CSV record whose quoted field holds line
+        breaks, its lines joined (numbered by the first); None at the end."""
+        first = self._read_line()
+        if (first is None or self.format != "csv" or first.error is not None
+                or not _ends_quoted(first.text)):
+            return first
+        lines, size, why = [first], first.size, None
+        while why is None:
+            line = self._read_line() if lines[-1].terminated else None
+            if line is None:
+                why = ", nor by the end of the input"
+                break
+            lines.append(line)
+            size += len(lines[-2].ending) + line.size
+            if size > self.max_record_bytes:
+                why = (f", nor within max_record_bytes ({self.max_record_bytes:,} bytes; raise --max-record-bytes if "
+                       "a field holds more text)")
+                break
+            if not _ends_quoted(line.text, quoted=True):
+                break
+        if why is None:
+            text = "".join(line.text + line.ending for line in lines[:-1]) + lines[-1].text
+            values = self._split(text)
+            span = f"; where line {lines[-1].number} closes it, lines {first.number}-{lines[-1].number} make"
+            if isinstance(values, str):
+                why = f"{span} no record ({values})"
+            elif self.header is not None and len(values) != len(self.header):
+                why = f"{span} {len(values)} field(s), but the header has {len(self.header)}"
+            else:
+                error = None
+                bad = next((line for line in lines if line.error is not None), None)
+                if bad is not None:   # a bad line inside the record: the record is bad, named by its first line
+                    prefix = f"{self.source}:{bad.number}: "
+                    error = (f"{self.source}:{first.number}: line {bad.number}, inside a quoted field: "
+                             + bad.error[len(prefix) if bad.error.startswith(prefix) else 0:])
+                return _Line(first.number, text, error, lines[-1].terminated, lines[-1].ending, size, lines[-1].end)
+        # A stray quote, not a field with line breaks: its line is the bad record, and the lines after it are
+        # read again as records of their own.
+        self._ahead.extendleft(reversed(lines[1:]))
+        self.lines, self.offset = first.number, first.end
+        if self.header is None:
+            return first   # the header row: its own check says the quote is not closed
+        return first._replace(error=f"{self.source}:{first.number}: a quoted field is not closed on its line{why}; "
+                                    "a stray \" opens a quote: close the field's quote, or write a quote inside a "
+                                    "field as \"\"")
 
     def _shown(self, content: bytes) -> str:
         """A line that cannot be a record, as text for the errors file: what cannot be decoded is replaced
@@ -306,11 +422,11 @@ class InputFile:
             return content.decode("utf-8", "replace")
 
     def _read_header(self) -> None:
-        line = self._next_line()
+        line = self._next_record()
         if line is None:
             self.header = []  # an empty file: no records
             return
-        _, text, error, _ = line
+        text, error = line.text, line.error
         if error is not None:
             raise InvalidInputError(f"{error} (the header row)")
         if not text.strip():
@@ -342,8 +458,7 @@ class InputFile:
         except csv.Error as exc:
             reason = str(exc)
             if "unexpected end of data" in reason:
-                return ("a quoted field is not closed on its line (records are one line each: a field with a "
-                        "line break inside is not supported; a stray \" opens a quote)")
+                return "a quoted field is not closed (a stray \" opens a quote)"
             if "field larger than field limit" in reason:
                 return f"a field is longer than {csv.field_size_limit():,} characters"
             return f"not valid CSV ({reason})"
@@ -351,25 +466,27 @@ class InputFile:
     # ----------------------------------------------------------- records
     def __iter__(self) -> Iterator[Record]:
         while True:
-            line = self._next_line()
+            line = self._next_record()
             if line is None:
                 return
             self.records += 1
-            record = self._record(*line)
+            record = self._record(line)
             record.end = self.offset
             yield record
 
-    def skip(self, count: int) -> int:
-        """Pass over ``count`` records without reading them (a resumed job's done ones); returns how many there were."""
+    def skip(self, count: int | None = None) -> int:
+        """Pass over ``count`` records (None: all) without parsing them (a resumed job's done ones); returns
+        how many there were."""
         skipped = 0
-        while skipped < count and self._next_line() is not None:
+        while (count is None or skipped < count) and self._next_record() is not None:
             skipped += 1
         return skipped
 
-    def _record(self, number: int, text: str | None, error: str | None, terminated: bool) -> Record:
+    def _record(self, line: _Line) -> Record:
+        number, text, error, terminated = line.number, line.text, line.error, line.terminated
         if error is None and not text.strip():
             error = (f"{self.source}:{number}: empty line (a blank line is an error in every input format; delete it; "
-                     "a job from --input FILE into --output FILE can skip such lines with --on-error skip)")
+                     "--on-error skip skips such lines)")
         if error is not None:
             raw = None if text is None else (text if len(text) <= _SHOWN else text[:_SHOWN] + "…")
             return Record(number, error=error, raw=raw, terminated=terminated)
@@ -469,10 +586,41 @@ def count_lines(path: str | os.PathLike, size: int | None = None) -> int:
     return count + (last != b"\n")
 
 
-def count_records(path: str | os.PathLike) -> int:
-    """How many records a file holds (every line but a CSV/TSV header): for a progress bar's ETA."""
-    lines = count_lines(path)
-    return max(0, lines - 1) if file_format(Path(path)) in ("csv", "tsv") else lines
+def count_records(path: str | os.PathLike, *, encoding: str = "utf-8",
+                  max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> int:
+    """How many records a file holds, as :class:`InputFile` reads them with these settings (every line but
+    a CSV/TSV header; a CSV record over several lines once): for a progress bar's ETA and a job's accounting.
+    One pass over bytes, unless a CSV line ends inside a quoted field: then its records are read (not
+    parsed) as a job reads them."""
+    fmt = file_format(Path(path))
+    lines = _lines_of_one_record(path) if fmt == "csv" and not _stateful(encoding) else None
+    if fmt == "csv" and lines is None:
+        with InputFile(path, (), encoding=encoding, carry=(), max_record_bytes=max_record_bytes) as source:
+            return source.skip()
+    lines = count_lines(path) if lines is None else lines
+    return max(0, lines - 1) if fmt in ("csv", "tsv") else lines
+
+
+def _stateful(encoding: str) -> bool:
+    """An encoding whose bytes for other characters may be a quote or a comma (ISO-2022, HZ), so that a
+    CSV line's quotes are found only in its text."""
+    return codecs.lookup(encoding).name.startswith(("iso2022", "hz"))
+
+
+def _lines_of_one_record(path: str | os.PathLike) -> int | None:
+    """The lines of a CSV file where none ends inside a quoted field (every line is a record, or its
+    header), or None where one does, or holds more than a MiB (the reader decides those)."""
+    count = 0
+    with open(path, "rb") as handle:
+        while True:
+            line = handle.readline(1 << 20)
+            if not line:
+                return count
+            if not line.endswith(b"\n") and len(line) == 1 << 20:
+                return None
+            if b'"' in line and _ends_quoted(line.rstrip(b"\r\n")):
+                return None
+            count += 1
 
 
 # ------------------------------------------------------------------ output records

@@ -26,6 +26,7 @@ pending items out of the queue.  SIGTERM stops accepting, answers what is in fli
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 from contextlib import asynccontextmanager
 import difflib
@@ -52,7 +53,8 @@ from pydantic import BaseModel, Field
 from .errors import InputTypeError, InvalidInputError, OptionError, TaskflowError
 from .runner import Request, Runner, check_on_error
 
-__all__ = ["ServeConfig", "TaskConfig", "TaskServer", "create_app", "main", "DEFAULT_PORT"]
+__all__ = ["ServeConfig", "TaskConfig", "TaskServer", "create_app", "http_app", "parse_command", "serve_local",
+           "DEFAULT_PORT"]
 
 DEFAULT_PORT = 8189          # PaddleNLP's `paddlenlp server` examples use it too
 API_KEY_VARIABLE = "TASKFLOW_API_KEY"
@@ -141,7 +143,7 @@ class _Pending:
 
     def __init__(self, items: list, on_error: str, options: dict, loop: asyncio.AbstractEventLoop):
         self.items, self.on_error, self.options = items, on_error, options
-        self.key = json.dumps(options, sort_keys=True, default=repr)   # requests of one option set share a call
+        self.key = options_key(options)
         self.count = len(items)
         self.chars = sum(_chars(item) for item in items)
         self.loop, self.future = loop, loop.create_future()
@@ -151,6 +153,11 @@ class _Pending:
     def complete(self, outcome: Any) -> None:
         self.finished_at = time.perf_counter()
         self.loop.call_soon_threadsafe(_settle, self.future, outcome)
+
+
+def options_key(options: Mapping[str, Any]) -> str:
+    """Requests whose call-time options have one key share a call."""
+    return json.dumps(options, sort_keys=True, default=repr)
 
 
 def _settle(future: asyncio.Future, outcome: Any) -> None:
@@ -179,6 +186,7 @@ class TaskServer:
         self.queued_items = 0
         self.stopping = False
         self.threads: list[threading.Thread] = []
+        self.described: dict | None = None
 
     # -------------------------------------------------------------- loading
     def load(self, build) -> None:
@@ -188,22 +196,15 @@ class TaskServer:
             flow = build(self.config.task, **self.config.options)
             flow(warm_up_item(flow.task))
             self.flows.append(flow)
-        self.name = self.flows[0].task.name
-        self.task_class = type(self.flows[0].task)
         for k, flow in enumerate(self.flows):
             thread = threading.Thread(target=self._loop, args=(flow,), name=f"taskflow-{self.route}-{k}", daemon=True)
             thread.start()
             self.threads.append(thread)
 
     def describe(self) -> dict:
-        flow = self.flows[0]
-        model = flow.model
-        return {"task": self.name, "route": self.route, "model": model.name, "version": model.version,
-                "replicas": len(self.flows), "input_fields": list(self.task_class.input_fields),
-                "parameters": {name: {"default": o.default, "help": o.help, "kind": o.kind}
-                               for name, o in self.task_class.declared_options().items() if o.per_call},
-                "limits": {"max_inputs": self.config.max_inputs, "max_batch_items": self.config.max_batch_items,
-                           "max_wait_ms": self.config.max_wait_ms, "timeout_s": self.config.timeout_s}}
+        if self.described is None:      # once: the fingerprint and the sha256 of an option's file are read here
+            self.described = describe_route(self.route, self.config, self.flows[0], len(self.flows))
+        return self.described
 
     # -------------------------------------------------------------- queue
     def submit(self, pending: _Pending) -> None:
@@ -304,6 +305,22 @@ class TaskServer:
                 pending.complete(outcome)
 
 
+def describe_route(route: str, config: TaskConfig, flow, replicas: int) -> dict:
+    """What ``GET /v1/tasks`` says of a route served by ``flow`` (one of its copies)."""
+    from .jobs import served_model
+
+    task_class, model = type(flow.task), flow.model
+    # The package, fingerprint, compute and options (served_model) are what a job run against this
+    # route pins, to refuse a resume against another model (taskflow.jobs.endpoint_identity).
+    return {"task": flow.task.name, "route": route, "model": model.name, "version": model.version,
+            **served_model(flow.task, flow.spec), "taskflow": _version(), "replicas": replicas,
+            "input_fields": list(task_class.input_fields),
+            "parameters": {name: {"default": o.default, "help": o.help, "kind": o.kind}
+                           for name, o in task_class.declared_options().items() if o.per_call},
+            "limits": {"max_inputs": config.max_inputs, "max_batch_items": config.max_batch_items,
+                       "max_wait_ms": config.max_wait_ms, "timeout_s": config.timeout_s}}
+
+
 def warm_up_item(task) -> Any:
     """One small item of the task's input shape, to make its predictors before the first request."""
     fields_ = task.input_fields
@@ -392,6 +409,49 @@ def _typed(exc: BaseException, status: int = 422):
     return _error(status, type(exc).__name__, str(exc), **extra)
 
 
+class TooManyInputs(ValueError):
+    pass
+
+
+# What makes a request a 422 before it is queued.
+REFUSED = (OptionError, InputTypeError, InvalidInputError, TooManyInputs)
+
+
+def check_request(task, items: Any, parameters: Any, on_error: str, max_inputs: int) -> list:
+    """The request's items as ``task`` takes them, once its ``on_error``, its call-time options and
+    its number of inputs are checked; else one of :data:`REFUSED`, its 422."""
+    check_on_error(on_error)
+    if not isinstance(parameters, Mapping):
+        raise OptionError(f"parameters must be an object of call-time options, got "
+                          f"{type(parameters).__name__}", "parameters")
+    task.for_call(dict(parameters))          # a wrong option is this request's 422, before it queues
+    items = task.as_items(items)
+    if len(items) > max_inputs:
+        raise TooManyInputs(f"{len(items):,} inputs in one request; at most {max_inputs:,} are taken: "
+                            "split the request")
+    return items
+
+
+def answered(outcome: Any, headers: Mapping[str, str]) -> JSONResponse:
+    """The answer to a request once its batch has run: its ``Request`` (its results, or the 422 of
+    its bad item), or the exception of a batch that failed (a 500)."""
+    if isinstance(outcome, Exception):
+        return _error(500, "InternalError", f"the batch holding this request failed ({type(outcome).__name__}); "
+                                            "the server keeps serving, retry", headers)
+    if outcome.error is not None:
+        return _typed(outcome.error)
+    return JSONResponse({"results": outcome.results}, headers=headers)
+
+
+async def body_too_large(request: HTTPRequest, max_body_bytes: int) -> JSONResponse | None:
+    """The 413 of a body past the limit that gave no Content-Length (the guard refuses those that do)."""
+    body = await request.body()
+    if len(body) > max_body_bytes:
+        return _error(413, "PayloadTooLarge", f"the body has {len(body):,} bytes; at most "
+                                              f"{max_body_bytes:,} are taken")
+    return None
+
+
 def create_app(config: ServeConfig, build=None):
     """The FastAPI application serving ``config``'s routes; models load in the background when it
     starts (``/ready`` says when they are), with ``build`` (default :class:`Taskflow`)."""
@@ -426,48 +486,21 @@ def create_app(config: ServeConfig, build=None):
         for server in servers.values():
             server.stop()
 
-    app = FastAPI(title="taskflow", version=_version(), lifespan=lifespan,
-                  description="Chinese NLP tasks over HTTP: one result per input, in order.")
-    app.state.servers, app.state.metrics, app.state.status = servers, metrics, state
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid_body(request, exc):
-        problems = "; ".join(f"{'.'.join(map(str, e.get('loc', ())))}: {e.get('msg')}" for e in exc.errors())
-        return _error(422, "RequestValidationError", f"the request body is not of the documented shape: {problems}")
-
-    app.add_middleware(_Guard, api_key=config.api_key, max_body_bytes=config.max_body_bytes)
-
     async def answer(route: str, request: HTTPRequest, items: Any, parameters: Any, on_error: str):
         arrived = time.perf_counter()
-        server = servers.get(route)
-        if server is None:
-            close = difflib.get_close_matches(route, list(servers), n=1, cutoff=0.5)
-            return _error(404, "UnknownTaskError", f"no task {route!r} is served here"
-                          + (f"; did you mean {close[0]!r}?" if close else "")
-                          + f" Served: {', '.join(servers)} (GET /v1/tasks)")
+        server = servers[route]
         if state["failed"] is not None or not state["ready"]:
             metrics.requests.labels(route, "503").inc()
             return _error(503, "ServiceUnavailable", "the models are still loading; GET /ready says when they are",
                           {"Retry-After": "1"})
-        body = await request.body()
-        if len(body) > config.max_body_bytes:
-            return _error(413, "PayloadTooLarge", f"the body has {len(body):,} bytes; at most "
-                                                  f"{config.max_body_bytes:,} are taken")
+        too_large = await body_too_large(request, config.max_body_bytes)
+        if too_large is not None:
+            return too_large
         try:
-            check_on_error(on_error)
-            if not isinstance(parameters, Mapping):
-                raise OptionError(f"parameters must be an object of call-time options, got "
-                                  f"{type(parameters).__name__}", "parameters")
-            task = server.flows[0].task
-            task.for_call(dict(parameters))          # a wrong option is this request's 422, before it queues
-            items = task.as_items(items)
-        except (OptionError, InputTypeError, InvalidInputError) as exc:
+            items = check_request(server.flows[0].task, items, parameters, on_error, server.config.max_inputs)
+        except REFUSED as exc:
             metrics.requests.labels(route, "422").inc()
             return _typed(exc)
-        if len(items) > server.config.max_inputs:
-            metrics.requests.labels(route, "422").inc()
-            return _error(422, "TooManyInputs", f"{len(items):,} inputs in one request; at most "
-                                                f"{server.config.max_inputs:,} are taken: split the request")
         if not items:
             return JSONResponse({"results": []})
         pending = _Pending(items, on_error, dict(parameters), asyncio.get_running_loop())
@@ -498,26 +531,66 @@ def create_app(config: ServeConfig, build=None):
                    "x-inference-time": f"{(pending.finished_at - pending.started_at) * 1000:.2f}",
                    "x-total-time": f"{(time.perf_counter() - arrived) * 1000:.2f}"}
         metrics.request_time.labels(route).observe(time.perf_counter() - arrived)
-        if isinstance(outcome, Exception):
-            metrics.requests.labels(route, "500").inc()
-            return _error(500, "InternalError", f"the batch holding this request failed ({type(outcome).__name__}); "
-                                                "the server keeps serving, retry", headers)
-        if outcome.error is not None:
-            metrics.requests.labels(route, "422").inc()
-            return _typed(outcome.error)
-        metrics.requests.labels(route, "200").inc()
-        metrics.items.labels(route).inc(len(items))
-        return JSONResponse({"results": outcome.results}, headers=headers)
+        response = answered(outcome, headers)
+        metrics.requests.labels(route, str(response.status_code)).inc()
+        if response.status_code == 200:
+            metrics.items.labels(route).inc(len(items))
+        return response
+
+    async def described():
+        if not state["ready"]:
+            return _error(503, "ServiceUnavailable", "the models are still loading", {"Retry-After": "1"})
+        return [server.describe() for server in servers.values()]
+
+    async def not_ready():
+        if state["failed"] is not None:
+            exc = state["failed"]
+            return _error(503, type(exc).__name__, f"loading failed: {exc}")
+        if not state["ready"]:
+            return _error(503, "ServiceUnavailable", "loading", {"Retry-After": "1"})
+        return None
+
+    app = http_app(config, answer, described, not_ready, lifespan=lifespan,
+                   metrics=lambda: Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST))
+    app.state.servers, app.state.metrics, app.state.status = servers, metrics, state
+    return app
+
+
+def http_app(config: ServeConfig, answer, describe, not_ready, *, lifespan=None, metrics=None) -> FastAPI:
+    """The HTTP API of ``taskflow serve``, whichever backend runs the models: its routes, body
+    shapes, JSON errors, API key and body limit.  The backend gives four callables:
+    ``answer(route, request, items, parameters, on_error)`` (async: the response to a request of a
+    served route), ``describe()`` (async: each route's description, or a response while there is
+    none), ``not_ready()`` (async: None once every model is ready, else the 503 of ``/ready``) and
+    ``metrics()`` (the ``/metrics`` response; without it there is no such route)."""
+    routes = list(config.routes)
+    app = FastAPI(title="taskflow", version=_version(), lifespan=lifespan,
+                  description="Chinese NLP tasks over HTTP: one result per input, in order.")
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_body(request, exc):
+        problems = "; ".join(f"{'.'.join(map(str, e.get('loc', ())))}: {e.get('msg')}" for e in exc.errors())
+        return _error(422, "RequestValidationError", f"the request body is not of the documented shape: {problems}")
+
+    app.add_middleware(_Guard, api_key=config.api_key, max_body_bytes=config.max_body_bytes)
+
+    async def routed(route: str, request: HTTPRequest, items: Any, parameters: Any, on_error: str):
+        if route not in config.routes:
+            close = difflib.get_close_matches(route, routes, n=1, cutoff=0.5)
+            return _error(404, "UnknownTaskError", f"no task {route!r} is served here"
+                          + (f"; did you mean {close[0]!r}?" if close else "")
+                          + f" Served: {', '.join(routes)} (GET /v1/tasks)")
+        return await answer(route, request, items, parameters, on_error)
 
     @app.post("/v1/{task}", summary="Results for the inputs, one per input in order")
     async def run_task(task: str, body: Inputs, request: HTTPRequest):
-        return await answer(task, request, body.inputs, body.parameters, body.on_error)
+        return await routed(task, request, body.inputs, body.parameters, body.on_error)
 
     @app.post("/taskflow/{task}", summary="PaddleNLP's route and shapes: {'data': {'text': ...}} -> {'result': ...}")
     async def run_paddlenlp(task: str, body: PaddleNLPInputs, request: HTTPRequest):
         if "text" not in body.data:
             return _error(422, "RequestValidationError", "data must hold 'text': a text or a list of items")
-        response = await answer(task, request, body.data["text"], body.parameters, "raise")
+        response = await routed(task, request, body.data["text"], body.parameters, "raise")
         if response.status_code != 200:
             return response
         results = json.loads(response.body)["results"]
@@ -526,9 +599,8 @@ def create_app(config: ServeConfig, build=None):
 
     @app.get("/v1/tasks", summary="The served tasks, their models, call-time parameters and limits")
     async def served():
-        if not state["ready"]:
-            return _error(503, "ServiceUnavailable", "the models are still loading", {"Retry-After": "1"})
-        return {"tasks": [server.describe() for server in servers.values()]}
+        described = await describe()
+        return described if isinstance(described, Response) else {"tasks": described}
 
     @app.get("/health", summary="200 while the process serves")
     async def health():
@@ -536,16 +608,12 @@ def create_app(config: ServeConfig, build=None):
 
     @app.get("/ready", summary="200 once every model is loaded and warmed; 503 before")
     async def ready():
-        if state["failed"] is not None:
-            exc = state["failed"]
-            return _error(503, type(exc).__name__, f"loading failed: {exc}")
-        if not state["ready"]:
-            return _error(503, "ServiceUnavailable", "loading", {"Retry-After": "1"})
-        return {"status": "ready", "tasks": list(servers)}
+        return await not_ready() or {"status": "ready", "tasks": routes}
 
-    @app.get("/metrics", summary="Prometheus metrics")
-    async def prometheus():
-        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    if metrics is not None:
+        @app.get("/metrics", summary="Prometheus metrics")
+        async def prometheus():
+            return metrics()
 
     return app
 
@@ -556,8 +624,10 @@ def _version() -> str:
     return __version__
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``taskflow serve TASK [TASK ...] [--config FILE] [--host H] [--port P] ...``"""
+def parse_command(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, ServeConfig] | int:
+    """The arguments of ``taskflow serve TASK [TASK ...] [--config FILE] [--host H] [--port P] ...``
+    and the routes they name, for either backend (:func:`serve_local`, or
+    :func:`taskflow.serve_ray.serve_on_ray` for ``--backend ray``); the exit status of a refusal."""
     from .errors import CommandParser
 
     parser = CommandParser(prog="taskflow serve", description="Serve tasks over HTTP (POST /v1/TASK).")
@@ -573,9 +643,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-inputs", type=int, help="inputs one request may hold (1024)")
     parser.add_argument("--timeout", type=float, dest="timeout_s", help="seconds before a request is a 504 (60)")
     parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    parser.add_argument("--backend", choices=["local", "ray"], default="local",
+                        help="local: threads of this process (default); ray: each route a Ray Serve deployment")
+    parser.add_argument("--address", help="--backend ray: the Ray cluster to join (host:port of its head, or auto); "
+                                          "default: a Ray on this machine, on 127.0.0.1 only")
     args = parser.parse_args(argv)
-    import uvicorn
-
+    if args.address is not None and args.backend != "ray":
+        parser.error("--address names a Ray cluster: give --backend ray")
     defaults = {name: getattr(args, name) for name in ("replicas", "max_wait_ms", "max_batch_items",
                                                        "max_queue_items", "max_inputs", "timeout_s")
                 if getattr(args, name) is not None}
@@ -594,6 +668,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TaskflowError as exc:
         print(f"taskflow: error: {exc}", file=sys.stderr)
         return 2
+    return args, config
+
+
+def serve_local(args: argparse.Namespace, config: ServeConfig) -> int:
+    """Serve ``config``'s routes from this process until SIGTERM (0) or Ctrl-C (130); 1 if a model
+    fails to load."""
+    import uvicorn
+
     logging.basicConfig(level=args.log_level.upper(), format="%(message)s")
     from .signals import without_paddle_signal_handlers
 

@@ -5,6 +5,8 @@ A task receives the :class:`~taskflow.model.Model` it runs (resolved by
 
 * ``preprocess(units) -> features``: Python/numpy only, no Paddle;
 * ``forward(features) -> outputs``: the only stage that touches the predictor;
+* ``cascade(features, outputs, units)``: optional, the features of a further round of networks
+  that read what the last one said (plain Python; ``forward`` runs them);
 * ``postprocess(outputs, units) -> results``: plain JSON-serialisable Python,
   one result per unit.
 
@@ -248,8 +250,33 @@ class Task:
     def forward(self, features: dict[str, np.ndarray]) -> list[np.ndarray]:
         return self.predictor.run(features)
 
+    def cascade(self, features: dict, outputs: list, units: list[Any]) -> dict | None:
+        """The features of one more round of networks, chosen from what the last round's said (a
+        cascade: reading comprehension's focused encoder reads only the pieces holding the other
+        readers' best spans), or ``None`` (the default) when ``outputs`` are complete.  Plain Python,
+        like :meth:`preprocess`: what one round hands the next travels in the features it returns,
+        and :meth:`forward` runs them."""
+        return None
+
     def postprocess(self, outputs: list[np.ndarray], units: list[Any]) -> list[Any]:
         raise NotImplementedError
+
+    def run_networks(self, units: list[Any], routes: list[Any] | None = None) -> list:
+        """The outputs :meth:`postprocess` reads for one batch of ``units`` (``routes``: their keys
+        from :meth:`plan`, if any): preprocess, forward, then forward again for each round
+        :meth:`cascade` asks for."""
+        features = self.preprocess(units) if routes is None else self.preprocess(units, routes)
+        outputs = self.forward(features)
+        while (features := self.cascade(features, outputs, units)) is not None:
+            outputs = self.forward(features)
+        return outputs
+
+    def run_batch(self, units: list[Any], routes: list[Any] | None = None) -> list[Any]:
+        """One result per unit of one batch, in order."""
+        results = self.postprocess(self.run_networks(units, routes), units)
+        if len(results) != len(units):
+            raise RuntimeError(f"{type(self).__name__}.postprocess returned {len(results)} results for {len(units)} units")
+        return results
 
     def render_html(self, results: list[Any], items: list[Any]) -> str:
         """How a notebook shows a list of results, given the checked items they answer
@@ -288,10 +315,7 @@ class Task:
         for start in range(0, len(order), self.batch_size):
             picked = order[start:start + self.batch_size]
             batch = [units[k] for k in picked]
-            features = self.preprocess(batch) if keys is None else self.preprocess(batch, [keys[k] for k in picked])
-            results = self.postprocess(self.forward(features), batch)
-            if len(results) != len(batch):
-                raise RuntimeError(f"{type(self).__name__}.postprocess returned {len(results)} results for {len(batch)} units")
+            results = self.run_batch(batch, None if keys is None else [keys[k] for k in picked])
             for k, result in zip(picked, results):
                 unit_results[k] = result
         grouped_results: list[list[Any]] = [[] for _ in items]

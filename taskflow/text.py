@@ -85,7 +85,7 @@ def _t2s_char_table(home=None) -> dict[int, str]:
     Converting the 93,000 chars takes OpenCC about 50 ms, a sixth of a process's way to its first
     result, so the table is kept in the cache home, one file per OpenCC version (its pairs of
     chars); a file that does not read as one is made again."""
-    from .packages import atomic_write_text, home_dir
+    from .files import atomic_write_text, home_dir
 
     try:
         import opencc
@@ -394,7 +394,7 @@ class Vocab:
         return cls(data["chars"], [tuple(x) for x in data["words"]])
 
     def save(self, path) -> None:
-        from .packages import atomic_write_text
+        from .files import atomic_write_text
 
         atomic_write_text(path, json.dumps({"chars": self.char_list, "words": self._counts}, ensure_ascii=False))
 

@@ -13,11 +13,40 @@ def _lines(text):
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
+def _api(package, items, task="sentiment_analysis", **options):
+    """What the Python API gives for the same items and options, as JSON reads it back: what the
+    command line must print."""
+    from taskflow import Taskflow
+
+    return json.loads(json.dumps(Taskflow(task, task_path=package, **options)(items), ensure_ascii=False))
+
+
+def _assert_same(got, expected, where="result"):
+    """JSON values equal, numbers within 1e-6: the same texts batched with others (a stream's chunks,
+    one call) move a score by ~1e-7."""
+    if isinstance(expected, float):
+        assert isinstance(got, (int, float)) and abs(got - expected) <= 1e-6, f"{where}: {got!r} != {expected!r}"
+    elif isinstance(expected, dict):
+        assert isinstance(got, dict) and got.keys() == expected.keys(), f"{where}: {got!r} != {expected!r}"
+        for key in expected:
+            _assert_same(got[key], expected[key], f"{where}[{key!r}]")
+    elif isinstance(expected, list):
+        assert isinstance(got, list) and len(got) == len(expected), f"{where}: {len(got)} != {len(expected)} items"
+        for k, (g, e) in enumerate(zip(got, expected)):
+            _assert_same(g, e, f"{where}[{k}]")
+    else:
+        assert got == expected, f"{where}: {got!r} != {expected!r}"
+
+
+def _numbered(rows, first=1):
+    """``rows`` without their ``line`` field, once it is checked to count from ``first``."""
+    assert [r["line"] for r in rows] == list(range(first, first + len(rows)))
+    return [{k: v for k, v in r.items() if k != "line"} for r in rows]
+
+
 def test_texts_on_the_command_line(tiny_sentiment, capsys):
     assert main(["sentiment_analysis", "很好", "很差", "--task-path", str(tiny_sentiment)]) == 0
-    out = _lines(capsys.readouterr().out)
-    assert [r["text"] for r in out] == ["很好", "很差"]
-    assert all(r["label"] in ("negative", "positive") for r in out)
+    _assert_same(_lines(capsys.readouterr().out), _api(tiny_sentiment, ["很好", "很差"]))
 
 
 def test_txt_file_to_jsonl_keeps_order_and_writes_atomically(tiny_sentiment, tmp_path, capsys):
@@ -27,7 +56,7 @@ def test_txt_file_to_jsonl_keeps_order_and_writes_atomically(tiny_sentiment, tmp
     target = tmp_path / "out.jsonl"
     assert main(["senta", "--input", str(source), "--output", str(target), "--task-path", str(tiny_sentiment), "--quiet"]) == 0
     rows = _lines(target.read_text(encoding="utf-8"))
-    assert [r["text"] for r in rows] == texts
+    _assert_same(_numbered(rows), _api(tiny_sentiment, texts))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.jsonl"], "temporary file left behind"
 
 
@@ -35,9 +64,14 @@ def test_csv_column_and_missing_column(tiny_sentiment, tmp_path, capsys):
     source = tmp_path / "in.csv"
     source.write_text('id,review\n1,"很好, 真的"\n2,太差\n', encoding="utf-8")
     assert main(["sentiment_analysis", "--input", str(source), "--field", "review", "--task-path", str(tiny_sentiment)]) == 0
-    assert [r["text"] for r in _lines(capsys.readouterr().out)] == ["很好, 真的", "太差"]
+    rows = _lines(capsys.readouterr().out)
+    assert [r.pop("id") for r in rows] == ["1", "2"]              # the record's other columns, kept
+    _assert_same(_numbered(rows, first=2), _api(tiny_sentiment, ["很好, 真的", "太差"]))     # line 1: the header
     assert main(["sentiment_analysis", "--input", str(source), "--task-path", str(tiny_sentiment)]) == 2
-    assert "no column 'text'" in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    # One line: the file, the column missing, those it has, and the flag that picks one.
+    assert out == "" and err.startswith(f"taskflow: error: {source}: no column 'text'") and err.count("\n") == 1
+    assert "['id', 'review']" in err and "--field" in err
     # --field where there are no columns is refused, never ignored: a .txt file, or texts on the line.
     text = tmp_path / "in.txt"
     text.write_text("很好\n", encoding="utf-8")
@@ -53,7 +87,9 @@ def test_bad_jsonl_line_is_reported_with_its_line_number(tiny_sentiment, tmp_pat
     source = tmp_path / "in.jsonl"
     source.write_text('{"text": "很好"}\n{"text": \n', encoding="utf-8")
     assert main(["sentiment_analysis", "--input", str(source), "--task-path", str(tiny_sentiment)]) == 2
-    assert "in.jsonl:2" in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert err.startswith(f"taskflow: error: {source}:2: not valid JSON") and err.count("\n") == 1
+    _assert_same(_numbered(_lines(out)), _api(tiny_sentiment, ["很好"]))      # the good line before it was answered
 
 
 def test_bad_item_in_a_file_names_its_line(tiny_sentiment, tmp_path, capsys):
@@ -62,21 +98,32 @@ def test_bad_item_in_a_file_names_its_line(tiny_sentiment, tmp_path, capsys):
     target = tmp_path / "out.jsonl"
     assert main(["sentiment_analysis", "--input", str(source), "--output", str(target), "--task-path", str(tiny_sentiment)]) == 2
     err = capsys.readouterr().err
-    assert "in.txt:2" in err and "empty" in err
+    assert err.startswith(f"taskflow: error: {source}:2: empty line") and err.count("\n") == 1
+    assert "--on-error skip" in err                      # the way past it
     assert not target.exists(), "a failed job must not leave a partial output"
 
 
 def test_list(capsys):
+    from taskflow.registry import task_names
+
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "sentiment_analysis (aliases: sentiment, senta)" in out
+    # Every registered task, each once, and under sentiment its models and modes.
+    listed = [line.split(" (")[0] for line in out.splitlines() if line and not line.startswith(" ")]
+    assert listed == sorted(task_names())
+    senta = out.split("sentiment_analysis (")[1].split("\ntext_classification")[0]
+    assert "    char_cnn [default]" in senta and "    mode accurate -> encoder_ensemble" in senta
 
 
 def test_pack_writes_the_endpoint_layout(tiny_sentiment, tmp_path, capsys):
     assert main(["pack", str(tiny_sentiment), str(tmp_path / "served")]) == 0
     version_dir = tmp_path / "served" / "sentiment_analysis" / "tiny"
     (version,) = list(version_dir.iterdir())
+    assert version.name == json.loads((tiny_sentiment / "manifest.json").read_text(encoding="utf-8"))["version"]
     assert sorted(p.name for p in version.iterdir()) == ["manifest.json", "vocab.txt", "weights.npz"]
+    assert all((version / name).read_bytes() == (tiny_sentiment / name).read_bytes()
+               for name in ("manifest.json", "vocab.txt", "weights.npz"))
     # Paths that cannot be a package or its destination are named, and nothing is written.
     package = tmp_path / "pkg"
     import shutil
@@ -109,17 +156,23 @@ def test_version_output_dash_and_a_closed_pipe(tiny_sentiment, tmp_path, capsys,
 
 def test_unknown_task_exits_2_with_a_suggestion(capsys):
     assert main(["sentimnt_analysis", "好"]) == 2
-    assert "Did you mean" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("taskflow: error: unknown task 'sentimnt_analysis'. Did you mean 'sentiment_analysis'?")
+    assert "Available tasks: knowledge_mining, lexical_analysis, ner," in err and err.count("\n") == 1
 
 
 def test_texts_and_input_are_exclusive(tmp_path, capsys):
-    with pytest.raises(SystemExit):
-        main(["sentiment_analysis"])
+    with pytest.raises(SystemExit) as info:
+        main(["sentiment_analysis"])          # no texts, and pytest's stdin is no pipe to read
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.startswith("taskflow: error: give either texts or --input FILE")
+    assert "`cat texts.txt | taskflow sentiment_analysis`" in err and err.count("\n") == 1
     path = tmp_path / "in.txt"
     path.write_text("好\n", encoding="utf-8")
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as info:
         main(["sentiment_analysis", "这家酒店很干净", "--input", str(path)])
-    assert "either texts or --input" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "either texts or --input" in err and err.count("\n") == 1
 
 
 def test_download_puts_a_bundled_package_and_its_export_in_the_cache(tmp_path, monkeypatch, capsys):
@@ -140,19 +193,25 @@ def test_download_puts_a_bundled_package_and_its_export_in_the_cache(tmp_path, m
     for manifest in downloaded:
         (empty / "sentiment_analysis" / manifest.parent.parent.name).mkdir(parents=True)
         (empty / "sentiment_analysis" / manifest.parent.parent.name / "manifest.json").write_bytes(manifest.read_bytes())
+    texts = ["这家酒店很干净，服务也好", "等了一个小时还没上菜", "今天天气真好，出去玩了一天"]   # reviews and a post
+    bundled = Taskflow("sentiment_analysis", offline=True)(texts)
     monkeypatch.setattr(packages, "_bundled_root", lambda: empty)   # only the manifests ship: files from the cache
     flow = Taskflow("sentiment_analysis", home=tmp_path, offline=True)
-    assert flow.model.source == "cache" and flow(["很好"])[0]["label"] in ("positive", "negative")
+    assert flow.model.source == "cache" and flow(texts) == bundled
 
 
 def test_every_task_option_is_a_flag(tiny_models, capsys):
     """Flags come from the tasks' own options: each reaches the task, typed."""
     senta = ["--task-path", str(tiny_models["sentiment_analysis"])]
     assert main(["sentiment_analysis", "很好", "--return-all-scores", *senta]) == 0
-    assert set(json.loads(capsys.readouterr().out)["scores"]) == {"negative", "positive"}
+    (result,) = _api(tiny_models["sentiment_analysis"], ["很好"], return_all_scores=True)
+    assert json.loads(capsys.readouterr().out) == result and set(result["scores"]) == {"negative", "positive"}
     pairs = ["--task-path", str(tiny_models["text_similarity"])]
-    assert main(["text_similarity", "怎么修改微信密码", "微信密码怎么改", "--threshold", "0", *pairs]) == 0
-    assert json.loads(capsys.readouterr().out)["label"] == 1
+    for threshold, label in (("0", 1), ("1", 0)):      # each end: one label whatever the package's own threshold
+        assert main(["text_similarity", "怎么修改微信密码", "微信密码怎么改", "--threshold", threshold, *pairs]) == 0
+        (result,) = _api(tiny_models["text_similarity"], [("怎么修改微信密码", "微信密码怎么改")], "text_similarity",
+                         threshold=float(threshold))
+        assert json.loads(capsys.readouterr().out) == result and result["label"] == label
     lexical = ["--task-path", str(tiny_models["ner"])]
     assert main(["ner", "我在北京大学", "--entity-labels", "ORG,LOC", "--user-dict", "-", *lexical]) == 2
     assert "user_dict" in capsys.readouterr().err            # a missing file is one clear line
@@ -161,7 +220,9 @@ def test_every_task_option_is_a_flag(tiny_models, capsys):
     assert "SEASON" in capsys.readouterr().err
     qa = ["--task-path", str(tiny_models["reading_comprehension"])]
     assert main(["reading_comprehension", "杭州市是浙江省的省会", "省会是哪里", "--top-k", "2", *qa]) == 0
-    assert len(json.loads(capsys.readouterr().out)) == 2
+    (answers,) = _api(tiny_models["reading_comprehension"], [("杭州市是浙江省的省会", "省会是哪里")], "reading_comprehension",
+                      top_k=2)
+    assert json.loads(capsys.readouterr().out) == answers and len(answers) == 2
     with pytest.raises(SystemExit):
         main(["sentiment_analysis", "很好", "--threshold", "0.5", *senta])   # not a sentiment option
     assert "unknown option --threshold (see" in capsys.readouterr().err
@@ -196,7 +257,9 @@ def test_pair_fields_fill_the_pairs_slots_in_order(tiny_models, tmp_path, capsys
     assert main(["text_similarity", "--input", str(path), "--field", "text_a,text_b", *pairs]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(r["line"], r["text1"], r["text2"]) for r in rows] == [(2, "怎么修改微信密码", "微信密码怎么改"), (3, "明天天气", "信用卡")]
-    assert [r["input_label"] for r in rows] == ["1", "0"]         # the file's own label, kept apart from ours
+    assert [r.pop("input_label") for r in rows] == ["1", "0"]         # the file's own label, kept apart from ours
+    _assert_same(_numbered(rows, first=2), _api(tiny_models["text_similarity"], [("怎么修改微信密码", "微信密码怎么改"),
+                                                                             ("明天天气", "信用卡")], "text_similarity"))
 
 
 @pytest.mark.slow
@@ -214,7 +277,7 @@ def test_a_first_run_prints_its_results_and_nothing_else(tiny_sentiment, tmp_pat
                           "--task-path", str(package), *(["--verbose"] if verbose else [])],
                          capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout)["text"] == "这家店很好"
+    _assert_same([json.loads(run.stdout)], _api(package, ["这家店很好"]))
     if verbose:
         assert run.stderr.strip(), "Paddle's own lines are shown"
     else:
@@ -286,21 +349,23 @@ def test_train_help_is_usage_on_stdout_and_exit_0(capsys):
 def test_a_pipe_with_no_texts_is_read_a_text_a_line(tiny_models, monkeypatch, capsys):
     _stdin(monkeypatch, "很好\n很差\n")
     assert main(["senta", "--task-path", str(tiny_models["sentiment_analysis"])]) == 0
-    assert [(r["line"], r["text"]) for r in _lines(capsys.readouterr().out)] == [(1, "很好"), (2, "很差")]
+    rows = _lines(capsys.readouterr().out)
+    _assert_same(_numbered(rows), _api(tiny_models["sentiment_analysis"], ["很好", "很差"]))
     _stdin(monkeypatch, "怎么修改微信密码\t微信密码怎么改\n明天\t后天")     # a pair task: a tab between the two
     assert main(["text_similarity", "--task-path", str(tiny_models["text_similarity"])]) == 0
-    assert [(r["text1"], r["text2"]) for r in _lines(capsys.readouterr().out)] == [
-        ("怎么修改微信密码", "微信密码怎么改"), ("明天", "后天")]
+    _assert_same(_numbered(_lines(capsys.readouterr().out)), _api(
+        tiny_models["text_similarity"], [("怎么修改微信密码", "微信密码怎么改"), ("明天", "后天")], "text_similarity"))
 
 
 def test_input_dash_reads_stdin_to_stdout_or_to_output(tiny_sentiment, tmp_path, monkeypatch, capsys):
+    expected = _api(tiny_sentiment, ["很好", "很差"])
     _stdin(monkeypatch, "很好\n很差\n")
     assert main(["senta", "--input", "-", "--task-path", str(tiny_sentiment)]) == 0
-    assert [r["text"] for r in _lines(capsys.readouterr().out)] == ["很好", "很差"]
+    _assert_same(_numbered(_lines(capsys.readouterr().out)), expected)
     _stdin(monkeypatch, "很好\n很差\n")
     target = tmp_path / "out.jsonl"
     assert main(["senta", "--input", "-", "--output", str(target), "--task-path", str(tiny_sentiment)]) == 0
-    assert [r["text"] for r in _lines(target.read_text(encoding="utf-8"))] == ["很好", "很差"]
+    _assert_same(_numbered(_lines(target.read_text(encoding="utf-8"))), expected)
     assert capsys.readouterr().out == "" and [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]
     _stdin(monkeypatch, "很好\n\n很差\n")             # a bad line stops it, and no half file is left
     assert main(["senta", "--input", "-", "--output", str(target), "--task-path", str(tiny_sentiment)]) == 2
@@ -340,12 +405,13 @@ def test_piped_lines_are_answered_as_they_come(tiny_sentiment, tmp_path):
     with subprocess.Popen([sys.executable, "-m", "taskflow.cli", "senta", "--task-path", str(tiny_sentiment)],
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           encoding="utf-8", env=env) as run:
-        for text in ("很好", "很差", "一般"):
+        for number, text in enumerate(("很好", "很差", "一般"), 1):
             run.stdin.write(text + "\n")
             run.stdin.flush()
             line = run.stdout.readline()
             assert line, run.stderr.read()
-            assert json.loads(line)["text"] == text    # would block forever if batched
+            # each line answered as it comes: this would block forever if lines were batched
+            _assert_same(_numbered([json.loads(line)], number), _api(tiny_sentiment, [text]))
         run.stdin.close()
         assert run.wait(timeout=60) == 0 and run.stdout.read() == "" and run.stderr.read() == ""
 
@@ -442,10 +508,15 @@ def test_argparse_errors_are_one_taskflow_error_line(capsys):
 def test_a_narrow_window_scales_its_stride(tiny_models, capsys):
     qa = ["--task-path", str(tiny_models["reading_comprehension"])]
     assert main(["reading_comprehension", "杭州市是浙江省的省会", "省会是哪里", "--max-seq-len", "8", *qa]) == 0
-    assert json.loads(capsys.readouterr().out)["answer"]
+    (narrow,) = _api(tiny_models["reading_comprehension"], [("杭州市是浙江省的省会", "省会是哪里")], "reading_comprehension",
+                     max_seq_len=8)
+    assert json.loads(capsys.readouterr().out) == narrow and narrow["answer"]
     assert main(["reading_comprehension", "杭州市是浙江省的省会", "省会是哪里", "--max-seq-len", "8",
                  "--doc-stride", "8", *qa]) == 2
-    assert "--doc-stride" in capsys.readouterr().err
+    err = capsys.readouterr().err      # what is wrong, in the flags' own names, and both ways out
+    assert err.startswith("taskflow: error: doc_stride (8) must be smaller than max_seq_len (8)")
+    assert err.count("\n") == 1
+    assert "lower doc_stride (--doc-stride) or raise max_seq_len (--max-seq-len)" in err
     from taskflow import Taskflow
 
     default = Taskflow("reading_comprehension", task_path=tiny_models["reading_comprehension"]).task
@@ -461,7 +532,7 @@ def test_streaming_to_stdout_writes_every_result_before_a_bad_line(tiny_sentimen
     source.write_text("\n".join(texts + [""] + texts[:5]) + "\n", encoding="utf-8")
     assert main(["senta", "--input", str(source), "--task-path", str(tiny_sentiment)]) == 2
     captured = capsys.readouterr()
-    assert [(r["line"], r["text"]) for r in _lines(captured.out)] == [(i + 1, t) for i, t in enumerate(texts)]
+    _assert_same(_numbered(_lines(captured.out)), _api(tiny_sentiment, texts))
     assert captured.err.startswith(f"taskflow: error: {source}:2001: empty line") and captured.err.count("\n") == 1
 
 
@@ -476,7 +547,7 @@ def test_a_pipe_gets_every_result_before_a_bad_line(tiny_sentiment, tmp_path):
                          input="\n".join(texts) + "\n\n很好\n", capture_output=True, text=True, encoding="utf-8",
                          env=env, timeout=120)
     assert run.returncode == 2
-    assert [json.loads(line)["text"] for line in run.stdout.splitlines()] == texts
+    _assert_same(_numbered([json.loads(line) for line in run.stdout.splitlines()]), _api(tiny_sentiment, texts))
     assert run.stderr.startswith("taskflow: error: <stdin>:1001: empty line") and run.stderr.count("\n") == 1
 
 

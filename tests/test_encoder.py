@@ -246,7 +246,7 @@ def test_a_geometric_ensemble_renormalises_the_weighted_mean_of_log_probabilitie
     """ensemble_mixing "geometric": p ~ prod_k p_k ** w_k over the labels, from the same per-network
     probabilities the arithmetic mix averages; an unknown mixing is refused by name."""
     from taskflow.errors import ManifestError
-    from taskflow.training import update_manifest
+    from recipes.tuning import update_manifest
 
     package = _sentiment_ensemble(parity, tiny_sentiment, tmp_path / "mix", ensemble_weights=[1, 3])
     texts = ["一丁七万", "一丁七万丈三上下。不与丏丐丑丒专且丕世", "丁"]
@@ -281,7 +281,7 @@ def _each_text_s_chunk_results(task, texts):
 
 def test_a_sentiment_ensemble_refuses_members_that_cannot_mix(parity, tiny_sentiment, tmp_path):
     from taskflow.errors import ManifestError
-    from taskflow.training import update_manifest
+    from recipes.tuning import update_manifest
 
     package = _sentiment_ensemble(parity, tiny_sentiment, tmp_path / "mix")
     update_manifest(package / "cnn", {"labels": ["negative", "neutral"]})
@@ -330,7 +330,7 @@ def test_the_sentiment_recipe_tunes_an_ensemble_s_weights_then_its_temperature(p
     """Each weighting's dev accuracy in the manifest (the mean over the splits, here all of one size,
     so the pooled accuracy) is what the task gives with those weights."""
     from recipes.sentiment_analysis.train import ENSEMBLE_SELECTION, main
-    from taskflow.training import update_manifest
+    from recipes.tuning import update_manifest
 
     package = _sentiment_ensemble(parity, tiny_sentiment, tmp_path / "mix")
     chars = [chr(0x4E00 + i) for i in range(60)]
@@ -503,7 +503,7 @@ def test_a_focused_encoder_reads_only_the_pieces_that_hold_the_other_readers_bes
     assert len(read) == 1 and read[0][0] <= best[0] and best[1] <= read[0][1]
     (a, b), = read
     units = flow.task.split(flow.task.check_item(item, 0))
-    outputs = flow.task.forward(flow.task.preprocess(units))
+    outputs = flow.task.run_networks(units)
     assert outputs[-1] == [read] and len(outputs[-2]) == 1       # the encoder read one row: that piece
     piece = {(s + a, e + a): score for (s, e), score in spans(package / "encoder", (item[0][a:b], item[1])).items()}
     mixed = {span: (score + piece.get(span, 0.0)) / 2 for span, score in own.items()}

@@ -1,16 +1,57 @@
 """What arrives from users, good and bad, on sentiment_analysis (a tiny model)."""
 
 import json
+from functools import lru_cache
 
+import numpy as np
 import pytest
 
 from taskflow import Taskflow
 from taskflow.errors import InputTypeError, InvalidInputError, OptionError
+from taskflow.text import Normalizer, split_text
 
 
 @pytest.fixture(scope="module")
 def senta(tiny_models):
     return Taskflow("sentiment_analysis", task_path=tiny_models["sentiment_analysis"], return_all_scores=True)
+
+
+@pytest.fixture(scope="module")
+def reference(senta, tiny_models):
+    """A text's label probabilities computed apart from the pipeline: the package's network in the
+    dynamic graph, fed the char ids of its vocabulary file (after the manifest's normalisation), one
+    chunk at a time; a long text's chunks averaged by their length, as the task says it joins them."""
+    import paddle
+
+    package = tiny_models["sentiment_analysis"]
+    manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
+    vocab = {token: i for i, token in enumerate((package / "vocab.txt").read_text(encoding="utf-8").split("\n"))}
+    normalize = Normalizer(manifest["normalization"])
+    network = senta.model.build_network()
+
+    @lru_cache(maxsize=None)
+    def chunk(text: str) -> tuple[float, ...]:
+        ids = [vocab.get(ch, 1) for ch in normalize(text)] or [1]
+        with paddle.no_grad():
+            return tuple(network(paddle.to_tensor(np.array([ids], dtype="int64"))).numpy()[0].tolist())
+
+    def probabilities(text: str) -> dict[str, float]:
+        pieces = split_text(text, manifest["max_length"])
+        assert "".join(piece for _, piece in pieces) == text
+        mean = np.average([chunk(piece) for _, piece in pieces], axis=0, weights=[len(p) for _, p in pieces])
+        return dict(zip(manifest["labels"], mean.tolist()))
+
+    return probabilities
+
+
+def assert_is_the_networks_answer(result, text, reference):
+    """``result`` is what the network says of ``text``: its probabilities, the label of the largest."""
+    expected = reference(text)
+    assert result["text"] == text
+    assert result["scores"] == pytest.approx(expected, abs=1e-5)
+    assert result["label"] == max(expected, key=expected.get)
+    assert result["score"] == max(result["scores"].values()) == result["scores"][result["label"]]
+    assert sum(result["scores"].values()) == pytest.approx(1.0, abs=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -60,23 +101,72 @@ def test_errors_subclass_builtins(senta):
         "x" * 5 + "很差" * 3,
     ],
 )
-def test_unusual_but_valid_texts_get_a_result(senta, text):
+def test_unusual_but_valid_texts_get_a_result(senta, reference, text):
     (result,) = senta([text])
-    assert result["text"] == text
-    assert result["label"] in ("negative", "positive")
-    assert 0.5 <= result["score"] <= 1.0
-    assert abs(sum(result["scores"].values()) - 1.0) < 1e-5
+    assert_is_the_networks_answer(result, text, reference)
     json.dumps(result, ensure_ascii=False)
 
 
-def test_a_100k_character_text_is_split_and_joined(senta):
+# Texts the tiny model (seed 0) gives either label, each its own probabilities.
+VARIED = ["服务很好😀👍", "ＡＢＣ全角字符，很好！", "這間酒店環境和服務態度亦算不錯", "a", "🙂", "很好", "很差", "还行",
+          "这家酒店很干净，服务也好", "等了一个小时还没上菜"]
+
+
+def test_each_text_gets_its_own_probabilities_and_their_argmax_label(senta, reference):
+    results = senta(VARIED)
+    for text, result in zip(VARIED, results):
+        assert_is_the_networks_answer(result, text, reference)
+    # A pipeline that answered every text alike (a constant label, a shared row) would fail here.
+    assert {r["label"] for r in results} == {"negative", "positive"}
+    assert len({round(r["scores"]["positive"], 6) for r in results}) == len(VARIED)
+
+
+def test_a_result_does_not_depend_on_the_texts_beside_it(senta, tiny_models):
+    """Batched with others, reordered, repeated, or in batches of 1 or 3: each text's result is
+    the one it gets alone (its own row, whatever the padding of its batch)."""
+    def assert_same(got, expected):
+        assert [(r["text"], r["label"]) for r in got] == [(r["text"], r["label"]) for r in expected]
+        for a, b in zip(got, expected):
+            assert a["scores"] == pytest.approx(b["scores"], abs=1e-6) and a["score"] == pytest.approx(b["score"])
+
+    alone = [senta([text])[0] for text in VARIED]
+    assert_same(senta(VARIED), alone)
+    assert_same(senta(VARIED[::-1])[::-1], alone)
+    assert_same(senta(VARIED + VARIED[:3]), alone + alone[:3])
+    for batch_size in (1, 3):
+        small = Taskflow("sentiment_analysis", task_path=tiny_models["sentiment_analysis"], return_all_scores=True,
+                         batch_size=batch_size)
+        assert_same(small(VARIED), alone)
+
+
+def test_normalisation_makes_variants_one_text_and_keeps_the_text_as_given(senta):
+    """Full-width, traditional and upper-case forms read as the simplified half-width lower-case text
+    (the manifest's t2s, width, lower); a changed character is another text."""
+    for variant, plain in [("ＡＢＣ很好！", "abc很好!"), ("這間酒店環境不錯", "这间酒店环境不错"), ("ABC很差", "abc很差")]:
+        got, expected = senta([variant, plain])
+        assert got["text"] == variant and got["scores"] == pytest.approx(expected["scores"], abs=1e-6)
+    good, bad = senta(["服务很好", "服务很差"])
+    assert abs(good["scores"]["positive"] - bad["scores"]["positive"]) > 1e-3
+
+
+def test_a_100k_character_text_is_split_and_joined(senta, reference):
     text = "这家酒店很干净，服务也好。" * 7692 + "完"
     assert len(text) == 100_000 - 3
     (result,) = senta(text)
-    assert result["text"] == text
-    # Every chunk is this same sentence pattern, so the joined score equals a short text's, near enough.
-    short = senta(["这家酒店很干净，服务也好。" * 2])[0]
-    assert abs(result["scores"]["positive"] - short["scores"]["positive"]) < 0.05
+    # Its chunks' probabilities averaged by their length (the last chunk, with 完, is one of its own).
+    assert_is_the_networks_answer(result, text, reference)
+
+
+def test_a_long_texts_chunks_count_by_their_length(senta, reference):
+    """Chunks of different lengths and scores: the text's probabilities are their average
+    weighted by length, not a plain mean, nor the first or the longest chunk's."""
+    text = "等了一个小时还没上菜，服务员态度很差，再也不来了，真的太差了。" + "好。" + "很好" * 10 + "。"
+    pieces = [piece for _, piece in split_text(text, 32)]
+    assert len(pieces) == len({len(p) for p in pieces}) >= 2
+    (result,) = senta(text)
+    assert_is_the_networks_answer(result, text, reference)
+    plain_mean = np.mean([[reference(p)[label] for label in ("negative", "positive")] for p in pieces], axis=0)
+    assert abs(result["scores"]["positive"] - plain_mean[1]) > 1e-4, "the chunks' lengths weigh in"
 
 
 def test_generators_and_tuples_are_accepted(senta):

@@ -389,7 +389,8 @@ def test_split_text_prefers_sentence_then_clause_ends(text, max_length, expected
 def never_starts_a_word(tiny, tmp_path_factory):
     """The tiny package with its emission bias pinned to ``n-I`` ("the word goes on"), so the CRF
     labels every char ``n-I``: a model that never starts a word of its own."""
-    from taskflow.packages import Manifest, write_package
+    from taskflow.manifest import Manifest
+    from taskflow.packages import write_package
 
     manifest = Manifest.load(tiny / "manifest.json")
     with np.load(tiny / "weights.npz") as stored:
@@ -567,7 +568,8 @@ def test_word_dictionary_takes_jieba_words_that_msra_keeps_whole(tmp_path):
 def _with_word_dictionary(tiny, out, lines: bytes):
     import shutil
 
-    from taskflow.packages import Manifest, write_package
+    from taskflow.manifest import Manifest
+    from taskflow.packages import write_package
 
     shutil.copytree(tiny, out)
     (out / "words.tsv.gz").write_bytes(lines)

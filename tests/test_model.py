@@ -18,8 +18,8 @@ import pytest
 from taskflow import Taskflow
 from taskflow import packages
 from taskflow.errors import CacheWriteError, ChecksumError, ManifestError
+from taskflow.manifest import Manifest
 from taskflow.model import Model, network_types
-from taskflow.packages import Manifest
 from taskflow.text import Normalizer
 
 

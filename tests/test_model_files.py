@@ -11,8 +11,9 @@ import pytest
 
 from taskflow import Taskflow
 from taskflow.errors import ManifestError
+from taskflow.manifest import Manifest
 from taskflow.model import Model
-from taskflow.packages import Manifest, write_package
+from taskflow.packages import write_package
 from taskflow.predictor import InputSpec, PredictorOptions
 from taskflow.tasks.lexical_analysis import LexicalAnalysisTask, read_vocab as read_lexical_vocab
 from taskflow.tasks.ner import NERTask

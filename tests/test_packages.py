@@ -28,7 +28,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from taskflow import packages
+from taskflow import downloads, packages
 from taskflow.errors import (
     ChecksumError,
     DownloadError,
@@ -37,7 +37,9 @@ from taskflow.errors import (
     OfflineModeError,
     UnknownModelError,
 )
-from taskflow.packages import Manifest, download_file, pack, resolve, write_package
+from taskflow.downloads import download_file
+from taskflow.manifest import Manifest
+from taskflow.packages import pack, resolve, write_package
 
 
 def sha256(data: bytes) -> str:
@@ -454,7 +456,7 @@ _CHILD = textwrap.dedent("""
     packages._bundled_root = lambda: Path(sys.argv[1])
     print("ready", flush=True)
     sys.stdin.readline()  # start together
-    real_lock = packages._file_lock
+    real_lock = packages.download_lock
 
     class Traced:   # says when this process, having found the cache empty, asks for the lock
         def __init__(self, lock):
@@ -467,7 +469,7 @@ _CHILD = textwrap.dedent("""
         def __exit__(self, *exc):
             return self.lock.__exit__(*exc)
 
-    packages._file_lock = lambda home, key: Traced(real_lock(home, key))
+    packages.download_lock = lambda home, key: Traced(real_lock(home, key))
     package = packages.resolve(sys.argv[2], sys.argv[3], progress=False)
     print(json.dumps({"source": package.source, "dir": str(package.directory)}), flush=True)
 """)
@@ -515,9 +517,9 @@ def test_two_processes_download_a_file_once(pinned, server, home, monkeypatch, t
 _DOWNLOADER = textwrap.dedent("""
     import sys
     from pathlib import Path
-    import taskflow.packages as packages
+    import taskflow.downloads as downloads
 
-    packages.download_file(sys.argv[1], Path(sys.argv[2]), sha256=sys.argv[3], size=int(sys.argv[4]), progress=False)
+    downloads.download_file(sys.argv[1], Path(sys.argv[2]), sha256=sys.argv[3], size=int(sys.argv[4]), progress=False)
     print("done", flush=True)
 """)
 
@@ -852,7 +854,7 @@ def test_a_model_name_that_is_a_path_is_no_pinned_model(tmp_path, home, monkeypa
 @pytest.fixture
 def warned(monkeypatch):
     """A process that has warned about no endpoint yet."""
-    monkeypatch.setattr(packages, "_WARNED", set())
+    monkeypatch.setattr(downloads, "_WARNED", set())
 
 
 @pytest.mark.network
@@ -919,7 +921,7 @@ SECRET = "s3cr3t-Pa55"
 @pytest.mark.network
 def test_credentials_in_the_endpoint_never_appear_in_errors_or_logs(pinned, server, home, monkeypatch, caplog, warned):
     monkeypatch.setenv("PPNLP_ENDPOINT", server.url.replace("http://", f"http://alice:{SECRET}@"))
-    monkeypatch.setattr(packages, "download_file", functools.partial(packages.download_file, backoff=0))
+    monkeypatch.setattr(packages, "download_file", functools.partial(downloads.download_file, backoff=0))
     (server.root / served("vocab.txt")).unlink()
     messages = []
     with caplog.at_level("WARNING", logger="taskflow"):

@@ -19,7 +19,8 @@ from taskflow.predictor import (
     inference_settings,
     mkl_cpu_type,
 )
-from taskflow.packages import Manifest, write_package
+from taskflow.manifest import Manifest
+from taskflow.packages import write_package
 
 paddle = import_paddle()
 PADDLE_MAJOR = int(paddle.__version__.split(".")[0])
@@ -263,7 +264,7 @@ def test_a_weight_registered_under_two_names_is_stored_once(tmp_path):
     # paddle.nn.GRU registers each weight as both weight_ih_l0 and 0.cell_fw.weight_ih.
     import paddle
 
-    from taskflow.predictor import load_weights, save_weights
+    from taskflow.weights import load_weights, save_weights
 
     paddle.seed(0)
     saved = paddle.nn.GRU(4, 3, direction="bidirect")
@@ -283,7 +284,7 @@ def test_an_int8_table_is_stored_with_row_scales_and_loads_back_close(tmp_path):
     import paddle
 
     from taskflow.errors import ExportError
-    from taskflow.predictor import load_weights, save_weights
+    from taskflow.weights import load_weights, save_weights
 
     paddle.seed(0)
     saved = paddle.nn.Embedding(50, 16)
@@ -314,7 +315,7 @@ def test_a_narrow_int8_table_is_stored_with_column_scales(tmp_path):
     import paddle
 
     from taskflow.errors import ExportError
-    from taskflow.predictor import load_weights, save_weights
+    from taskflow.weights import load_weights, save_weights
 
     paddle.seed(0)
     saved = paddle.nn.Embedding(1000, 2)
@@ -453,7 +454,7 @@ def test_an_unwritable_home_exports_to_a_private_folder_not_a_planted_one(tiny_s
     shared_tmp = tmp_path / "shared_tmp"
     shared_tmp.mkdir()
     monkeypatch.setattr("tempfile.tempdir", str(shared_tmp))
-    monkeypatch.setattr("taskflow.predictor._PRIVATE_ROOTS", [])   # as in a fresh process
+    monkeypatch.setattr("taskflow.exports._PRIVATE_ROOTS", [])   # as in a fresh process
     planted = shared_tmp / f"taskflow-static-{os.getuid()}"
     planted.mkdir(mode=0o777)
     os.chmod(planted, 0o777)                   # made first by someone else: anyone may write in it
@@ -532,7 +533,7 @@ def test_weights_are_judged_by_their_headers_before_any_array_is_read(tiny_senti
     real = np.lib.npyio.NpzFile.__getitem__
     monkeypatch.setattr(np.lib.npyio.NpzFile, "__getitem__", lambda self, key: read.append(key) or real(self, key))
 
-    from taskflow.predictor import load_weights
+    from taskflow.weights import load_weights
 
     with pytest.raises(ExportError, match=f"{first} has shape"):
         load_weights(network, tmp_path / "weights.npz")
@@ -542,7 +543,7 @@ def test_weights_are_judged_by_their_headers_before_any_array_is_read(tiny_senti
 def test_a_weights_file_that_is_no_npz_is_an_export_error(tiny_sentiment, tmp_path):
     from taskflow.errors import ExportError
     from taskflow.model import Model
-    from taskflow.predictor import load_weights
+    from taskflow.weights import load_weights
 
     model = Model.load("sentiment_analysis", None, task_path=tiny_sentiment)
     network = model.network_class()(**{k: v for k, v in model.manifest["architecture"].items() if k != "type"})

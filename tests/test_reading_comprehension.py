@@ -521,7 +521,7 @@ def test_the_word_vector_reader_reads_a_frozen_table_of_the_corpus_word_vectors(
 
 def test_the_manifest_threshold_moves_the_no_answer_decision_as_documented(tiny, tmp_path):
     """ln(null) - ln(best) above null_threshold: the empty answer; below: the best span."""
-    from taskflow.training import update_manifest
+    from recipes.tuning import update_manifest
 
     item = {"context": MRC_CONTEXT, "question": QUESTION}
     (_, best, null), = package_scores(Taskflow("reading_comprehension", task_path=tiny).task, [item])
@@ -614,7 +614,7 @@ def test_the_unanswerable_sets_contract(part):
 
 
 def test_a_length_prior_in_the_manifest_decodes_a_package_without_a_length_scorer(tiny, tmp_path):
-    from taskflow.training import update_manifest
+    from recipes.tuning import update_manifest
 
     package = tmp_path / "tiny"
     shutil.copytree(tiny, package)
@@ -686,7 +686,7 @@ def test_mean_span_scores_average_the_readers_and_count_a_missing_span_as_zero()
 def ensemble_package(tiny, joint_package, tmp_path_factory):
     """The tiny reader (2 outputs, its own vocabulary) with the recipe's joint reader (3 outputs,
     another vocabulary) inside it as its ensemble member."""
-    from taskflow.training import update_manifest
+    from recipes.tuning import update_manifest
 
     package = tmp_path_factory.mktemp("ensemble") / "pair"
     shutil.copytree(tiny, package)
@@ -721,7 +721,7 @@ def test_an_ensemble_scores_each_span_by_its_readers_mean_probability(tiny, join
 
 
 def test_ensemble_weights_weigh_each_reader_s_probabilities(tiny, joint_package, ensemble_package, tmp_path):
-    from taskflow.training import update_manifest
+    from recipes.tuning import update_manifest
 
     item = ("杭州市是浙江省的省会，位于中国东南沿海。", QUESTION)
     own, member = _all_spans(tiny, item), _all_spans(joint_package, item, max_answer_len=10)
@@ -767,7 +767,7 @@ def _tuning_files(folder: Path) -> tuple[Path, Path]:
 
 
 def test_the_ensemble_s_own_null_threshold_is_tuned_and_used(ensemble_package, tmp_path):
-    from taskflow.training import update_manifest
+    from recipes.tuning import update_manifest
 
     package = tmp_path / "pair"
     shutil.copytree(ensemble_package, package)
@@ -801,7 +801,7 @@ def test_question_bigram_coverage_counts_the_questions_distinct_bigrams_found_in
 
 def test_a_null_model_decides_no_answer_by_its_score_for_the_readers_it_was_fitted_on(tiny, tmp_path):
     from taskflow.tasks.reading_comprehension.data import question_bigram_coverage
-    from taskflow.training import update_manifest
+    from recipes.tuning import update_manifest
 
     item = {"context": MRC_CONTEXT, "question": QUESTION}
     (_, best, null), = package_scores(Taskflow("reading_comprehension", task_path=tiny).task, [item])
@@ -861,7 +861,7 @@ def test_calibrate_null_model_writes_the_fit_and_the_task_uses_it(ensemble_packa
 
 
 def test_an_ensemble_naming_no_required_reader_is_a_manifest_error(tiny, tmp_path):
-    from taskflow.training import update_manifest
+    from recipes.tuning import update_manifest
 
     package = tmp_path / "pair"
     shutil.copytree(tiny, package)
@@ -878,7 +878,7 @@ def test_calibrate_ensemble_weights_scores_each_weighting_as_the_task_runs_it(en
     gives with those weights in the manifest, and the best is written."""
     from recipes.reading_comprehension.calibrate import main as calibrate
     from taskflow.tasks.reading_comprehension.metrics import evaluate
-    from taskflow.training import update_manifest
+    from recipes.tuning import update_manifest
 
     package = tmp_path / "pair"
     shutil.copytree(ensemble_package, package)

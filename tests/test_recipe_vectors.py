@@ -3,7 +3,7 @@ embedding tables from the corpus vectors ``python -m pretraining.vectors`` write
 
 A tiny ``vectors.npz`` (and ``vectors.json``) in that format is written here; each recipe's
 ``start_from_vectors`` fills a tiny network's tables, and a row is checked against the corpus
-vector of its token, centred as :func:`taskflow.training.pretrained_embeddings` centres them.
+vector of its token, centred as :func:`taskflow.corpus_vectors.pretrained_embeddings` centres them.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from taskflow.training import load_vectors
+from taskflow.corpus_vectors import load_vectors
 
 SOURCES = {"corpus": "/somewhere/shared/data/corpus", "labelled_train": None, "max_chars": 1000,
            "excluded_dev_lines": 0}
@@ -173,7 +173,7 @@ def test_similarity_recipe_ships_the_vectors_tables(tmp_path):
     manifest says which vectors and how much of the vocabulary they covered."""
     pytest.importorskip("jieba")
     from taskflow.cli import main as cli
-    from taskflow.packages import Manifest
+    from taskflow.manifest import Manifest
     from taskflow.tasks.text_similarity.features import Vocab
 
     same = [("怎么修改微信密码", "微信密码怎么改"), ("明天天气怎么样", "明天天气如何"), ("信用卡怎么还款", "信用卡如何还款")]
@@ -206,7 +206,7 @@ NEGATIVE = ["等了一个小时还没上菜", "房间很脏，服务太差", "�
 def test_sentiment_recipe_ships_the_vectors_tables(tmp_path):
     """A tiny run with --lr 0: the shipped char table and the bucket of "好吃" are the vectors'."""
     from recipes.sentiment_analysis.train import main as recipe
-    from taskflow.packages import Manifest
+    from taskflow.manifest import Manifest
 
     data = tmp_path / "sentiment"
     for folder, files in {"chnsenticorp": ("train", "dev", "test", "test.dedup"),
@@ -241,7 +241,7 @@ def test_reading_comprehension_recipe_ships_the_vectors_char_table(tmp_path):
     manifest's char_vectors names them."""
     pytest.importorskip("jieba")
     from recipes.reading_comprehension.train import main as recipe
-    from taskflow.packages import Manifest
+    from taskflow.manifest import Manifest
 
     context = "杭州市是浙江省的省会，位于中国东南沿海。西湖在杭州市的西面。"
     qas = [("浙江省的省会是哪里？", "杭州市"), ("西湖在哪里？", "杭州市的西面")]

@@ -7,7 +7,7 @@ import pytest
 
 from taskflow import Taskflow
 from taskflow.errors import ManifestError
-from taskflow.packages import Manifest
+from taskflow.manifest import Manifest
 from taskflow.schema import check_fields
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"

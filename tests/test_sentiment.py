@@ -8,7 +8,8 @@ import pytest
 
 from taskflow import Taskflow
 from taskflow.cli import main
-from taskflow.packages import Manifest, available_models, _bundled_root
+from taskflow.manifest import Manifest
+from taskflow.packages import available_models, _bundled_root
 
 POSITIVE = ["这家酒店很干净，服务也好", "质量非常好，物流也快，满意！", "手机很好用，电池耐用"]
 NEGATIVE = ["等了一个小时还没上菜", "屏幕有坏点，客服也不理人，太失望了", "房间又脏又吵，再也不会来了"]
@@ -382,7 +383,7 @@ def test_temperature_changes_scores_not_labels(tiny_models, tmp_path):
 
     from taskflow.errors import ManifestError
     from taskflow.tasks.sentiment_analysis import temper
-    from taskflow.training import update_manifest
+    from recipes.tuning import update_manifest
 
     texts = ["这家酒店很干净，服务也好", "等了一个小时还没上菜", "好" * 100, "房间很干净。" * 10 + "差！"]
     plain = Taskflow("sentiment_analysis", task_path=tiny_models["sentiment_analysis"], return_all_scores=True)

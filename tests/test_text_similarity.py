@@ -458,7 +458,7 @@ def ensemble_package(tiny_siamese, tmp_path_factory):
     inside it as its ensemble member."""
     import shutil
 
-    from taskflow.training import update_manifest
+    from recipes.tuning import update_manifest
 
     package = tmp_path_factory.mktemp("ensemble") / "pair"
     shutil.copytree(tiny_siamese, package)
@@ -502,7 +502,7 @@ def _calibration_case(ensemble_package, tmp_path):
     splits (LCQMC dev's held-out part and BQ dev) written under ``tmp_path``: (package, rows)."""
     import shutil
 
-    from taskflow.training import update_manifest
+    from recipes.tuning import update_manifest
 
     package = tmp_path / "pair"
     shutil.copytree(ensemble_package, package)
@@ -517,7 +517,7 @@ def _calibration_case(ensemble_package, tmp_path):
 
 def test_calibrate_tunes_the_ensemble_threshold_on_the_selection_splits(ensemble_package, tmp_path):
     from recipes.text_similarity.calibrate import main as calibrate
-    from taskflow.training import update_manifest
+    from recipes.tuning import update_manifest
 
     package, rows = _calibration_case(ensemble_package, tmp_path)
     assert calibrate(["--package", str(package), "--data-dir", str(tmp_path), "--write"]) == 0

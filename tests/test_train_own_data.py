@@ -22,7 +22,7 @@ import pytest
 from taskflow import Taskflow
 from taskflow.cli import main as cli
 from taskflow.errors import ModelNotFoundError
-from taskflow.packages import Manifest
+from taskflow.manifest import Manifest
 
 TOPICS = {"1": "差烂慢坏贵脏吵", "3": "一般还行凑合普通", "5": "好棒快美赞香净"}
 FILLER = "我们今天觉得这个那个非常真的还是有点东西"

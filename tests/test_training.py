@@ -1,4 +1,6 @@
-"""What the training recipes share (taskflow/training.py)."""
+"""What the training recipes share: the loop (taskflow/training.py), the package they write
+(taskflow/package_draft.py), their command line (taskflow/recipe_command.py), the dev report
+(taskflow/dev_report.py) and the lab's tuning helpers (recipes/tuning.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +13,12 @@ import numpy as np
 import pytest
 
 from taskflow import training
-from taskflow.packages import Manifest
-from taskflow.training import (PackageDraft, Schedule, fit, framework_versions, length_batches, portable_path,
-                               WeightAverage, recipe_parser, restore, seed_all, snapshot, update_manifest)
+from taskflow.manifest import Manifest
+from taskflow.package_draft import PackageDraft, framework_versions, portable_path
+from taskflow.recipe_command import recipe_parser
+from taskflow.training import Schedule, WeightAverage, fit, length_batches, restore, seed_all, snapshot
+
+from recipes.tuning import update_manifest
 
 
 def test_portable_path_never_records_local_folders(tmp_path):
@@ -291,7 +296,7 @@ def test_snapshot_and_restore_bring_back_the_best_weights():
 
 
 def test_simplex_grid_lists_every_weighting_with_each_network_in():
-    from taskflow.training import simplex_grid
+    from recipes.tuning import simplex_grid
 
     assert simplex_grid(2, 0.25) == [(0.25, 0.75), (0.5, 0.5), (0.75, 0.25)]
     grid = simplex_grid(3, 0.1)
@@ -303,7 +308,7 @@ def test_simplex_grid_lists_every_weighting_with_each_network_in():
 
 
 def test_the_dev_report_leaves_unmeasured_figures_empty_and_says_why(capsys):
-    from taskflow.training import classification_report, print_report
+    from taskflow.dev_report import classification_report, print_report
 
     report = classification_report(["a", "a", "b"], ["a", "b", "b"], ["a", "b", "c"], {"a": 5, "b": 4, "c": 3})
     assert report["per_label"]["a"] == {"train": 5, "dev": 2, "predicted": 1, "precision": 1.0, "recall": 0.5}

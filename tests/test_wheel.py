@@ -145,7 +145,7 @@ import hashlib, http.server, json, sys, threading
 from pathlib import Path
 import taskflow
 from taskflow import Taskflow
-from taskflow.packages import download_file
+from taskflow.downloads import download_file
 
 flow = Taskflow("sentiment_analysis")
 out = flow(["这家酒店很干净，服务也好", "等了一个小时还没上菜"])

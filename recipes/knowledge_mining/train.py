@@ -35,11 +35,13 @@ from pathlib import Path
 
 import numpy as np
 
+from taskflow.package_draft import PackageDraft
+from taskflow.recipe_command import recipe_parser
 from taskflow.tasks.knowledge_mining.categories import NOUN_CLASSES, termid
 from taskflow.tasks.knowledge_mining.classifier import feature_ids
 from taskflow.tasks.knowledge_mining.termtree import Term, TermTree
 from taskflow.tasks.lexical_analysis.tagger import NORMALIZATION, normalize
-from taskflow.training import PackageDraft, log, recipe_parser
+from taskflow.training import log
 
 from recipes.lexical_analysis.data import source_label
 

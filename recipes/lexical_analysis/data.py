@@ -241,7 +241,7 @@ def number_tag(word: str, measures: set[str]) -> bool:
 def source_label(path: str | Path) -> str:
     """How a manifest names a dictionary file: portable (no local folders), with jieba's version
     for the dictionary inside the installed jieba package."""
-    from taskflow.training import portable_path     # recipes only; the product never imports it
+    from taskflow.package_draft import portable_path
 
     path = Path(path)
     try:

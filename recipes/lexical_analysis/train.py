@@ -27,10 +27,14 @@ import random
 import sys
 from pathlib import Path
 
+from taskflow.corpus_vectors import load_vectors, pretrained_embeddings
+from taskflow.package_draft import PackageDraft, framework_versions
+from taskflow.recipe_command import recipe_parser
 from taskflow.tasks.lexical_analysis.dictionary import write_word_dictionary
 from taskflow.tasks.lexical_analysis.tagger import NORMALIZATION, LexicalVocab, build_vocab, normalize, words_from_labels
-from taskflow.training import (PackageDraft, Schedule, fit, framework_versions, length_batches, load_vectors, log,
-                               pretrained_embeddings, recipe_parser, seed_all, update_manifest)
+from taskflow.training import Schedule, fit, length_batches, log, seed_all
+
+from recipes.tuning import update_manifest
 
 from .augment import augment, name_list_sentences
 from .silver import (CLUENER_TO_LAC, Teacher, cluener_sentences, corpus_lines, read_genre_dev, run_lac,
@@ -279,7 +283,7 @@ def train(args) -> None:
 def write(args, network, architecture, char_list, bigram_list, run, lexicon) -> None:
     import importlib.metadata as md
 
-    from taskflow.predictor import save_weights
+    from taskflow.weights import save_weights
 
     with PackageDraft(args, "lexical_analysis") as draft:
         save_weights(network, draft / "weights.npz", float16=lambda name: "emb" in name)
@@ -340,7 +344,8 @@ def word_dictionary(paths: dict[str, Path], lexicon: Lexicon, out: Path) -> Path
 def add_word_dictionary(package_dir: str | Path, paths: dict[str, Path], version: str | None = None):
     """(Re)build an existing package's word dictionary and pin it in its manifest (and set its
     ``version`` when given); the other files stay as they are."""
-    from taskflow.packages import MANIFEST, Manifest, write_package
+    from taskflow.manifest import MANIFEST, Manifest
+    from taskflow.packages import write_package
 
     package_dir = Path(package_dir)
     manifest = Manifest.load(package_dir / MANIFEST)

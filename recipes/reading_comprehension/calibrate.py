@@ -261,7 +261,7 @@ def tune_ensemble_weights(package: str | Path, rows: list[dict], step: float = 0
     ``ensemble_weights_tuning.grid`` lists each weighting with its F1, EM and length ratio."""
     from taskflow import Taskflow
     from taskflow.tasks.reading_comprehension.metrics import evaluate
-    from taskflow.training import simplex_grid
+    from recipes.tuning import simplex_grid
 
     shipped = Taskflow("reading_comprehension", task_path=str(package)).task
     if len(shipped.readers) < 2:
@@ -368,7 +368,7 @@ def tune_encoder_focus(package: str | Path, rows: list[dict], candidates: Sequen
 
         def forward(self, features):
             outputs = super().forward(features)
-            if self.encoder_focus is not None:
+            if self.encoder_focus is not None and outputs[-1] is not None:   # the round the encoder read in
                 encoder = self.readers[focused]
                 Counted.read += sum(len(p) for p in outputs[-1])
                 Counted.possible += sum(len(encoder.pieces(u.prepared[focused], u.start, u.end))
@@ -450,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--package", required=True, help="a reading_comprehension model package (folder)")
         command.add_argument("--write", action="store_true", help="store the result in the package's manifest")
     args = parser.parse_args(argv)
-    from taskflow.packages import Manifest
+    from taskflow.manifest import Manifest
     from taskflow.tasks.reading_comprehension.squad import read_squad
 
     if args.command == "length-prior":
@@ -488,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
             fields = {f"{key}_threshold": tuned["null_threshold"], f"{key}_tuning": tuned}
         print(json.dumps(tuned, ensure_ascii=False, indent=1))
     if args.write:
-        from taskflow.training import update_manifest
+        from recipes.tuning import update_manifest
 
         update_manifest(args.package, fields)
         print(f"wrote {', '.join(k for k in fields if not k.endswith(('_source', '_tuning')))} into "

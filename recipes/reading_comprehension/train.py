@@ -50,9 +50,10 @@ from pathlib import Path
 
 import numpy as np
 
-from taskflow.training import (PackageDraft, Schedule, fast_cpu_math, fit, framework_versions, jieba_cut,
-                               length_batches, load_vectors, log, portable_path, pretrained_embeddings, recipe_parser,
-                               seed_all, vectors_report)
+from taskflow.corpus_vectors import jieba_cut, load_vectors, pretrained_embeddings, vectors_report
+from taskflow.package_draft import PackageDraft, framework_versions, portable_path
+from taskflow.recipe_command import recipe_parser
+from taskflow.training import Schedule, fast_cpu_math, fit, length_batches, log, seed_all
 
 from taskflow.tasks.reading_comprehension.data import (FEATURES, NORMALIZATION, NULL, Vocab, encode, merge, normalise,
                                                       prepare, segment_context, windows, best_spans)

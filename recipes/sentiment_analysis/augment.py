@@ -75,7 +75,7 @@ SIZES = {
     "slang": 500,              # templates: the whole pool (482 sentences)
     "slang_real": 1500,        # slang after a real sentence of its label
     "no_opinion": 600,         # templates: the whole pool
-    "no_opinion_real": 3000,   # opinion-free real sentences (``statements``), when given
+    "no_opinion_real": 3000,   # opinion-free real sentences (``statements``) train.py reads by default
 }
 
 
@@ -373,8 +373,8 @@ def generate(texts: Sequence[str], labels: Sequence[str], *, kinds: Iterable[str
         made += [Generated(t, NEUTRAL, "no_opinion", "template")
                  for t in _sample(fact_sentences(), size("no_opinion"), rng("no_opinion"))]
         free = list(dict.fromkeys(t.strip() for t in statements if isinstance(t, str) and opinion_free(t)))
-        made += [Generated(t, NEUTRAL, "no_opinion", "real")
-                 for t in _sample(free, size("no_opinion_real"), rng("no_opinion_real"))]
+        # All of them: the caller chose how many (train.read_statements reads SIZES' count by default).
+        made += [Generated(t, NEUTRAL, "no_opinion", "real") for t in free]
     return _held_out(made)
 
 

@@ -38,10 +38,11 @@ from pathlib import Path
 
 import numpy as np
 
+from taskflow.package_draft import PackageDraft, framework_versions
+from taskflow.recipe_command import recipe_parser
 from taskflow.tasks.text_classification.train import Chars, build_vocab
 from taskflow.text import Normalizer
-from taskflow.training import (PackageDraft, Schedule, fit, framework_versions, length_batches, log, recipe_parser,
-                               seed_all)
+from taskflow.training import Schedule, fit, length_batches, log, seed_all
 
 from .train import NORMALIZATION_DEFAULT, SOCIAL_ROOT, SOCIAL_SETS, TRAIN_SETS, read_tsv
 
@@ -94,7 +95,8 @@ def route(args) -> int:
     """``--route PACKAGE``: PACKAGE's files and manifest (its training, metrics and temperature are
     its own network's) under ``--out``, ``--name`` and ``--version``, requiring the router and the
     posts' network: each text then runs through the router and the one network it picks."""
-    from taskflow.packages import MANIFEST, Manifest, write_package
+    from taskflow.manifest import MANIFEST, Manifest
+    from taskflow.packages import write_package
 
     source = Path(args.route)
     manifest = Manifest.load(source / MANIFEST)
@@ -131,7 +133,8 @@ def accurate(args) -> int:
     the networks ``--routes`` mixes: [PACKAGE's own, neutral, reviews, posts], in that order."""
     import json
 
-    from taskflow.packages import MANIFEST, Manifest, write_package
+    from taskflow.manifest import MANIFEST, Manifest
+    from taskflow.packages import write_package
 
     if not args.routes:
         raise SystemExit("--accurate needs --routes ROUTES.json (python -m recipes.sentiment_analysis.routes writes it)")

@@ -70,7 +70,7 @@ def network_table(args, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
 
 def trained_on(packages: list[str]) -> list[set[int]]:
     """Per network, the genres (router labels: 0 reviews, 1 posts) its manifest's train_files hold."""
-    from taskflow.packages import MANIFEST, Manifest
+    from taskflow.manifest import MANIFEST, Manifest
 
     from .train import SOCIAL_ROOT, TRAIN_SETS
 
@@ -86,7 +86,7 @@ def route_candidates(probs, rows, allowed, genre_net, step, thresholds, mixing):
     """Every route for ``rows`` (indices of the texts of one genre) over the networks ``allowed``:
     yields (route, predicted label of each row, whether the encoder read each row)."""
     from taskflow.ensemble import mix
-    from taskflow.training import simplex_grid
+    from recipes.tuning import simplex_grid
 
     cheap = probs[genre_net, rows]
     for grid in simplex_grid(len(allowed), step):

@@ -97,8 +97,9 @@ def main(argv=None) -> int:
             p.error(f"--text {path}: no such file")
 
     from taskflow import Taskflow
-    from taskflow.packages import atomic_write_text
-    from taskflow.training import log, portable_path
+    from taskflow.files import atomic_write_text
+    from taskflow.package_draft import portable_path
+    from taskflow.training import log
 
     flow = Taskflow("sentiment_analysis", task_path=args.task_path, batch_size=args.batch_size)
     texts, sources, counts = [], [], {}

@@ -90,12 +90,15 @@ from pathlib import Path
 
 import numpy as np
 
+from taskflow.corpus_vectors import load_vectors, pretrained_embeddings, vectors_report
+from taskflow.package_draft import PackageDraft, framework_versions, portable_path
+from taskflow.recipe_command import recipe_parser
 from taskflow.tasks.sentiment_analysis import NORMALIZATION, temper
 from taskflow.tasks.text_classification.train import Chars, add_network_options, build_vocab, network_architecture
 from taskflow.text import Normalizer
-from taskflow.training import (PackageDraft, Schedule, fit, framework_versions, length_batches, load_vectors, log,
-                               portable_path, pretrained_embeddings, recipe_parser, restore, seed_all, update_manifest,
-                               vectors_report)
+from taskflow.training import Schedule, fit, length_batches, log, restore, seed_all
+
+from recipes.tuning import update_manifest
 from .augment import KINDS as GENERATED_KINDS
 from .augment import NEUTRAL, SIZES, generate
 from .robustness import LABELS
@@ -229,7 +232,11 @@ def parse_args(argv):
                    help="multiplies how many sentences of each kind are generated (augment.SIZES; default 1)")
     p.add_argument("--neutral-text", nargs="+", default=[], metavar="FILE",
                    help="real sentences without an opinion for the no_opinion kind: text files (one a line, .gz "
-                        "too) or TSV files with a header, whose text_a / text_b / text columns are read")
+                        "too), TSV files with a header, whose text_a / text_b / text columns are read, or "
+                        "SQuAD-style JSON (CMRC 2018), whose contexts and questions are read")
+    p.add_argument("--neutral-sentences", type=int, metavar="N",
+                   help="how many --neutral-text sentences to take in all (default: augment.SIZES' "
+                        "no_opinion_real times --augment-scale)")
     p.add_argument("--neutral-weight", type=float, default=0.5,
                    help="weight of a no_opinion sentence's loss (cross-entropy to equal probabilities; default 0.5)")
     p.add_argument("--teacher-labels", nargs="+", default=[], metavar="FILE",
@@ -438,9 +445,10 @@ def read_teacher_labels(paths: list[str]) -> tuple[list[str], list[float], list[
 def read_statements(paths: list[str], total: int) -> list[str]:
     """About ``total`` opinion-free sentences (``augment.opinion_free``), an equal share from each
     ``--neutral-text`` file, evenly spread over it, so that no one source makes up the kind.  A TSV
-    with a header gives its text_a / text_b / text columns; any other file its lines (gzip read
-    by the .gz suffix), cut into sentences at 。；！？."""
+    with a header gives its text_a / text_b / text columns, a SQuAD-style .json its contexts and
+    questions; any other file its lines (gzip read by the .gz suffix), cut into sentences at 。；！？."""
     import gzip
+    import json
     import re
 
     from .augment import opinion_free
@@ -450,7 +458,10 @@ def read_statements(paths: list[str], total: int) -> list[str]:
     for path in paths:
         opener = gzip.open if str(path).endswith(".gz") else open
         with opener(path, "rt", encoding="utf-8", newline="") as handle:
-            if ".tsv" in Path(path).suffixes:
+            if ".json" in Path(path).suffixes:
+                lines = [text for article in json.load(handle)["data"] for paragraph in article["paragraphs"]
+                         for text in [paragraph["context"]] + [qa["question"] for qa in paragraph["qas"]]]
+            elif ".tsv" in Path(path).suffixes:
                 rows = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
                 columns = [c for c in rows.fieldnames or () if c in ("text_a", "text_b", "text")]
                 if not columns:
@@ -610,7 +621,8 @@ def main(argv=None) -> int:
         texts += t
         labels += y
     real_rows = len(texts)
-    statements = read_statements(args.neutral_text, round(SIZES["no_opinion_real"] * args.augment_scale))
+    statements = read_statements(args.neutral_text, args.neutral_sentences if args.neutral_sentences is not None
+                                 else round(SIZES["no_opinion_real"] * args.augment_scale))
     # After the real rows, so that ChnSentiCorp stays rows [0, chn_rows).
     # Generated from the polar rows (an SMP2020 neutral row has no polarity to negate or contrast).
     polar = [i for i, y in enumerate(labels) if y >= 0]
@@ -649,7 +661,7 @@ def main(argv=None) -> int:
 
     architecture = network_architecture(args, vocab, len(labels_out), args.wide_buckets)
     if args.init:
-        from taskflow.predictor import load_weights
+        from taskflow.weights import load_weights
 
         architecture = {k: v for k, v in init_manifest["architecture"].items() if k != "type"}
         architecture["deep_weight"] = 1.0
@@ -736,8 +748,8 @@ def int8_tables(args) -> int:
     network's: measure the new one through the product before shipping it."""
     import shutil
 
-    from taskflow.packages import MANIFEST, Manifest
-    from taskflow.predictor import load_weights
+    from taskflow.manifest import MANIFEST, Manifest
+    from taskflow.weights import load_weights
     from taskflow.tasks.text_classification.model import SentimentNet
 
     source = Path(args.int8_tables)
@@ -840,7 +852,7 @@ def network_probabilities(package: str | Path, texts: list[str]) -> tuple[np.nda
 
 def tune_ensemble_weights(package: str | Path, data: Path, step: float = 0.1, at_least: str | Path | None = None) -> dict:
     """Choose the ``ensemble_weights`` and ``ensemble_mixing`` of ``package`` (a package with an
-    ``ensemble``): every weighting of :func:`taskflow.training.simplex_grid`, mixed each way of
+    ``ensemble``): every weighting of :func:`recipes.tuning.simplex_grid`, mixed each way of
     ``MIXINGS``, scored by the mean accuracy of the dev splits (``ENSEMBLE_SELECTION``); ties go to the
     first (arithmetic before geometric, then the package's own network weighted least).  With
     ``at_least`` (a package: the fast model), only weightings at least as accurate as it on every
@@ -848,7 +860,7 @@ def tune_ensemble_weights(package: str | Path, data: Path, step: float = 0.1, at
     once and the mixes are recomputed.  Writes the choice and the grids' figures
     (``ensemble_weights_tuning``) into the manifest and returns them."""
     from taskflow.ensemble import MIXINGS, mix
-    from taskflow.training import simplex_grid
+    from recipes.tuning import simplex_grid
 
     dev = DevSplits(data, ENSEMBLE_SELECTION)
     probs, names = network_probabilities(package, dev.texts)

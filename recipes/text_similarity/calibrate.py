@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         tuned = tune_threshold(task, splits, scored)
     print(json.dumps({calibration_key: fitted, key: tuned}, ensure_ascii=False, indent=1))
     if args.write:
-        from taskflow.training import update_manifest
+        from recipes.tuning import update_manifest
 
         update_manifest(args.package, {calibration_key: fitted, key: tuned["threshold"], f"{key}_tuning": tuned})
         print(f"wrote {calibration_key} and {key} {tuned['threshold']} into {Path(args.package) / 'manifest.json'}")

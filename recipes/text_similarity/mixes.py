@@ -70,8 +70,8 @@ def network_scores(package: Path, rows: dict, cache: Path) -> dict[str, np.ndarr
 
 def weightings(n: int, step: float = 0.1):
     """The equal weighting (as a package without ``ensemble_weights`` mixes), then every weighting
-    of ``n`` networks in steps of ``step`` (``taskflow.training.simplex_grid``)."""
-    from taskflow.training import simplex_grid
+    of ``n`` networks in steps of ``step`` (``recipes.tuning.simplex_grid``)."""
+    from recipes.tuning import simplex_grid
 
     grid = simplex_grid(n, step)
     equal = tuple([1 / n] * n)
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mix", action="append", default=[], metavar="NAME,NAME[,NAME]")
     parser.add_argument("--cache", type=Path, default=Path("runs/similarity_scores"))
     args = parser.parse_args(argv)
-    from taskflow.packages import MANIFEST, Manifest
+    from taskflow.manifest import MANIFEST, Manifest
     from taskflow.tasks.text_similarity.train import accuracy, best_threshold
 
     packages = dict(item.split("=", 1) for item in args.network)

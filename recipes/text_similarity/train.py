@@ -62,12 +62,14 @@ from pathlib import Path
 
 import numpy as np
 
+from taskflow.corpus_vectors import jieba_cut
+from taskflow.package_draft import PackageDraft, framework_versions, portable_path
+from taskflow.recipe_command import recipe_parser
 from taskflow.tasks.text_similarity.features import Vocab, model_text
 from taskflow.tasks.text_similarity.train import (MAX_LENGTH, Encoded, accuracy, add_network_options, best_threshold,
                                                   build_network, fit_matcher, package_fields, predict,
                                                   start_from_vectors, stored_in_float16)
-from taskflow.training import (PackageDraft, fast_cpu_math, framework_versions, jieba_cut, log, portable_path,
-                               recipe_parser, seed_all)
+from taskflow.training import fast_cpu_math, log, seed_all
 
 from .augment import CONTRAST_KINDS, FRAMED_KINDS, KINDS, SWAP_DEV, augmented_pairs, generated_training_pairs, read_generated
 from .data import CONTRAST_DEV, DEFAULT_FILES, Pair, drop_overlap, read_contrast_dev, read_pairs, resolve_files, split_lcqmc_dev
@@ -360,8 +362,8 @@ def main(argv=None) -> int:
 
 def start_from_package(args):
     """``--init``: the package's architecture (the network options follow it) and its weights."""
-    from taskflow.packages import MANIFEST, Manifest
-    from taskflow.predictor import load_weights
+    from taskflow.manifest import MANIFEST, Manifest
+    from taskflow.weights import load_weights
     from taskflow.tasks.text_similarity.model import build
 
     source = Path(args.init)
@@ -417,8 +419,8 @@ def halve(args) -> int:
     its own name and ``--version``; the rest of the manifest is kept and says where it came from.
     Its recorded metrics are the float32 network's: measure the new one through the product
     (benchmarks/accuracy_similarity.py) before shipping it."""
-    from taskflow.packages import MANIFEST, Manifest
-    from taskflow.predictor import load_weights
+    from taskflow.manifest import MANIFEST, Manifest
+    from taskflow.weights import load_weights
     from taskflow.tasks.text_similarity.model import build
 
     source = Path(args.halve)

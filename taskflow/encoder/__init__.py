@@ -103,7 +103,7 @@ class CharVocab:
         return cls(tokens)
 
     def save(self, path: str | Path) -> None:
-        from taskflow.packages import atomic_write_text
+        from taskflow.files import atomic_write_text
 
         atomic_write_text(path, "".join(token + "\n" for token in self.tokens))
 

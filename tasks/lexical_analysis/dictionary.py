@@ -20,7 +20,7 @@ import io
 from bisect import bisect_right
 from pathlib import Path
 
-from taskflow.packages import atomic_write_bytes
+from taskflow.files import atomic_write_bytes
 
 __all__ = ["WordDictionary", "write_word_dictionary", "KEPT_BY_MODEL"]
 

@@ -106,7 +106,8 @@ def build_package(out: str | Path, version: str = "1.0.0"):
 
     import jieba
 
-    from taskflow.packages import atomic_write_bytes, write_package
+    from taskflow.files import atomic_write_bytes
+    from taskflow.packages import write_package
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -35,10 +35,12 @@ import sys
 import time
 from collections import Counter
 
+from taskflow.dev_report import print_report
 from taskflow.errors import TrainingDataError
-from taskflow.training import (PackageDraft, Schedule, add_own_data_options, fit, framework_versions,
-                               length_batches, log, portable_path, print_report, recipe_parser, seed_all,
-                               split_off_dev)
+from taskflow.package_draft import PackageDraft, framework_versions, portable_path
+from taskflow.recipe_command import recipe_parser
+from taskflow.training import Schedule, fit, length_batches, log, seed_all
+from taskflow.training_data import add_own_data_options, split_off_dev
 
 from .data import OUTSIDE, Sentence, char_labels, read_entity_file, spans_from_labels
 

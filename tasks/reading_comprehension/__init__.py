@@ -457,21 +457,38 @@ class ReadingComprehensionTask(MultiTextTask):
         focused = self._focused()
         feeds = self.ensemble.feeds(lambda k, reader: {} if k == focused else reader.feeds(
             [(unit.prepared[k], unit.start, unit.end) for unit in units]))
-        # Focused, the encoder's feeds wait for the other readers' spans (forward).
+        # Focused, the encoder's feeds wait for the other readers' spans (cascade).
         return feeds if focused is None else {"feeds": feeds, "units": units}
 
     def forward(self, features):
         """The package's own outputs, then each ensemble member's (postprocess tells them apart);
-        with a focused encoder, then the pieces it read of each window."""
+        with a focused encoder, then the pieces it read of each window.  A focused batch takes two
+        rounds: the other readers first, with ``None`` in the encoder's places and the pieces'; then
+        the encoder, on the pieces :meth:`cascade` chose from their outputs."""
         focused = self._focused()
         if focused is None:
             return [output for outputs in self.ensemble.run(features, self.predictors) for output in outputs]
-        feeds, units = features["feeds"], features["units"]
-        outputs = [None if k == focused else predictor.run(feeds_of(feeds, role))
-                   for k, (role, predictor) in enumerate(zip(self.ensemble.roles, self.predictors))]
+        if "encoder" in features:      # the second round: the earlier outputs, the encoder's filled in
+            outputs = list(features["outputs"])
+            start = sum(reader.output_count for reader in self.readers[:focused])
+            outputs[start:start + self.readers[focused].output_count] = self.predictors[focused].run(features["encoder"])
+            return outputs[:-1] + [features["pieces"]]
+        feeds = features["feeds"]
+        return [output for k, (role, predictor, reader) in enumerate(zip(self.ensemble.roles, self.predictors,
+                                                                          self.readers))
+                for output in ([None] * reader.output_count if k == focused else predictor.run(feeds_of(feeds, role)))
+                ] + [None]
+
+    def cascade(self, features, outputs, units):
+        """With a focused encoder, after the first round: the pieces of each window it reads, those
+        holding the other readers' best spans (their weighted mean, as postprocess mixes them)."""
+        focused = self._focused()
+        if focused is None or "encoder" in features:
+            return None
+        per_reader = self._per_reader(outputs)
         others = [k for k in range(len(self.readers)) if k != focused]
         weights = [1.0] * len(self.readers) if self.weights is None else self.weights
-        per_window = {k: self._window_scores(k, outputs[k], units) for k in others}
+        per_window = {k: self._window_scores(k, per_reader[k], units) for k in others}
         encoder = self.readers[focused]
         pieces = []
         for row, unit in enumerate(units):
@@ -480,8 +497,16 @@ class ReadingComprehensionTask(MultiTextTask):
             spans, _ = top_spans(*mixed, max(self.encoder_focus, self.top_k))
             pieces.append(encoder.focus(unit.prepared[focused], unit.start, unit.end, spans))
         units_of_encoder = [(unit.prepared[focused], unit.start, unit.end) for unit in units]
-        outputs[focused] = self.predictors[focused].run(encoder.feeds(units_of_encoder, pieces))
-        return [output for own in outputs for output in own] + [pieces]
+        return {"encoder": encoder.feeds(units_of_encoder, pieces), "pieces": pieces, "outputs": outputs,
+                "units": units}
+
+    def _per_reader(self, outputs) -> list[list]:
+        """``outputs`` (flat, the package's own first) cut into each reader's."""
+        per_reader, start = [], 0
+        for reader in self.readers:
+            per_reader.append(outputs[start:start + reader.output_count])
+            start += reader.output_count
+        return per_reader
 
     def _window_scores(self, k: int, outputs, units, pieces=None):
         """Reader ``k``'s :func:`data.span_scores` of each unit's window from its outputs."""
@@ -492,10 +517,7 @@ class ReadingComprehensionTask(MultiTextTask):
     def postprocess(self, outputs, units):
         focused = self._focused()
         pieces = outputs[-1] if focused is not None else None
-        per_reader, start = [], 0
-        for reader in self.readers:
-            per_reader.append(outputs[start:start + reader.output_count])
-            start += reader.output_count
+        per_reader = self._per_reader(outputs)
         per_window = [self._window_scores(k, own, units, pieces if k == focused else None)
                       for k, own in enumerate(per_reader)]
         results = []

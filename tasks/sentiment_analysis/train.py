@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import sys
 
+from taskflow.recipe_command import recipe_parser
 from taskflow.tasks.text_classification.train import (SMALL_DATA, add_network_options, add_own_data_training,
                                                       check_network_options, train_own_data)
-from taskflow.training import recipe_parser
 
 __all__ = ["sentiment_labels", "parse_args", "main"]
 

@@ -166,19 +166,35 @@ class TextClassificationTask(TextTask):
         texts = [text for _, text in units]
         if self.ensemble.router is None:
             return self.ensemble.feeds(lambda _, network: network.feeds(texts))
-        # Routed: the router's choice for each unit (plan), and the texts, which forward reads with
-        # each network's vocabulary for the rows sent to it only.
-        return {"texts": texts, "choice": np.array(routes)}
+        # Routed: the router's choice for each unit (plan), the texts, which forward reads with each
+        # network's vocabulary for the rows sent to it only, and which rows each network reads first.
+        choice, nothing_read = np.array(routes), [None] * len(self.networks)
+        reads, round_ = self.ensemble.routed_reads(choice), 1
+        if not reads:       # no route asks a network first: every route's networks read at once
+            reads, round_ = self.ensemble.routed_reads(choice, nothing_read), 2
+        return {"texts": texts, "choice": choice, "reads": reads, "outputs": nothing_read, "round": round_}
 
     def forward(self, features):
         """Each network's label probabilities, the package's own first (routed: NaN on the rows
-        the router sent elsewhere, None for a network no row went to)."""
+        the router sent elsewhere, None for a network no row went to; then the rows' routes)."""
         if self.ensemble.router is None:
             return [outputs[0] for outputs in self.ensemble.run(features, self.predictors)]
-        outputs, mixed = self.ensemble.run_routed(features["texts"], features["choice"],
-                                                  lambda network, texts: network.feeds(texts), self.predictors,
-                                                  lambda k, probs: self._package_labels(k, probs))
-        return outputs + [mixed]
+        outputs, texts = list(features["outputs"]), features["texts"]
+        for k, rows in features["reads"].items():
+            raw = self.predictors[k].run(self.networks[k].feeds([texts[i] for i in rows]))[0]
+            probs = self._package_labels(k, raw)
+            if outputs[k] is None:
+                outputs[k] = np.full((len(texts), probs.shape[1]), np.nan)
+            outputs[k][rows] = probs
+        return outputs + [features["choice"]]
+
+    def cascade(self, features, outputs, units):
+        """Routed, after the first round: a route's other networks read the rows its ``first``
+        network was not confident of."""
+        if self.ensemble.router is None or features["round"] > 1:
+            return None
+        reads = self.ensemble.routed_reads(features["choice"], outputs[:-1])
+        return {**features, "reads": reads, "outputs": outputs[:-1], "round": 2} if reads else None
 
     def _package_labels(self, k: int, probs: np.ndarray) -> np.ndarray:
         """Network k's probabilities of the package's labels, in the package's order."""
@@ -192,6 +208,9 @@ class TextClassificationTask(TextTask):
         """Per chunk, one row of the package's label probabilities per network (NaN where it did
         not run); routed, one more: the chunk's answer (its route's mix)."""
         routed = self.ensemble.router is not None     # forward has put them in the package's labels already
+        if routed:
+            choice, outputs = outputs[-1], outputs[:-1]
+            outputs = outputs + [self.ensemble.mix_routed(choice, outputs)]
         rows = []
         for k, probs in enumerate(outputs):
             if probs is None:

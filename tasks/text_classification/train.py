@@ -28,10 +28,11 @@ from typing import Callable
 
 import numpy as np
 
-from taskflow.training import (COUNT, DROPOUT, POSITIVE_INT, Fit, PackageDraft, Schedule, add_own_data_options,
-                               check_label_sets, classification_report, fit, framework_versions, length_batches, log,
-                               option_number, portable_path, print_report, read_labelled, recipe_parser, seed_all,
-                               sorted_labels, split_off_dev)
+from taskflow.dev_report import classification_report, print_report
+from taskflow.package_draft import PackageDraft, framework_versions, portable_path
+from taskflow.recipe_command import COUNT, DROPOUT, POSITIVE_INT, option_number, recipe_parser
+from taskflow.training import Fit, Schedule, fit, length_batches, log, seed_all
+from taskflow.training_data import add_own_data_options, check_label_sets, read_labelled, sorted_labels, split_off_dev
 
 from . import NORMALIZATION, normalize
 

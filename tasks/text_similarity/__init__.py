@@ -234,23 +234,26 @@ class TextSimilarityTask(MultiTextTask):
             [(u.text1, u.text2) if k == 0 else u.members[k - 1] for u in units]))
 
     def forward(self, features):
-        """``[similarity, *embeddings]``: the similarity is the own network's probability, or for an
-        ensemble its networks' mixed (the manifest's weights; equal without); the embeddings (a
-        bi-encoder's) stay its own."""
-        outputs = self.ensemble.run(features, self.predictors)
+        """Each network's outputs, the package's own first."""
+        return self.ensemble.run(features, self.predictors)
+
+    def similarities(self, outputs) -> np.ndarray:
+        """Each pair's similarity from :meth:`forward`'s outputs: the own network's probability, or
+        for an ensemble its networks' mixed (the manifest's weights; equal without), calibrated."""
         probabilities = [network.probability(out) for network, out in zip(self.ensemble.networks, outputs)]
-        return [calibrated(self.ensemble.mix(probabilities), self.calibration), *outputs[0][1:]]
+        return np.asarray(calibrated(self.ensemble.mix(probabilities), self.calibration), dtype=np.float64).reshape(-1)
 
     def postprocess(self, outputs, units):
-        scores = np.asarray(outputs[0], dtype=np.float64).reshape(-1)
+        scores = self.similarities(outputs)
         # Texts the model reads identically are the same question by definition.  The training
         # corpora hold almost no such pairs, so the network alone scores some finance questions
         # against themselves near 0.6; the identity is not left to it.
         results = [{"similarity": 1.0 if u.text1 == u.text2 else float(s)} for s, u in zip(scores, units)]
         if self.return_embeddings:
             for row, result in enumerate(results):
-                result["embedding1"] = outputs[1][row].astype(float).tolist()
-                result["embedding2"] = outputs[2][row].astype(float).tolist()
+                # A bi-encoder's embeddings: the package's own network's.
+                result["embedding1"] = outputs[0][1][row].astype(float).tolist()
+                result["embedding2"] = outputs[0][2][row].astype(float).tolist()
         return results
 
     def join(self, item, results, units):

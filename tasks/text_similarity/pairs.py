@@ -2,7 +2,7 @@
 
 A file is TSV with a header ``text_a<TAB>text_b<TAB>label`` and a 0/1 label (the layout of
 LCQMC, BQ and AFQMC as ``../shared/data/matching`` holds them).  Training on the user's own
-files reads them with ``taskflow.training.read_labelled`` instead (any columns, .csv / .tsv /
+files reads them with ``taskflow.training_data.read_labelled`` instead (any columns, .csv / .tsv /
 .jsonl); both give :class:`Pair` rows to the network.
 """
 

@@ -23,11 +23,13 @@ import time
 
 import numpy as np
 
+from taskflow.corpus_vectors import jieba_cut, load_vectors, pretrained_embeddings, vectors_report
+from taskflow.dev_report import classification_report, print_report
 from taskflow.errors import TrainingDataError
-from taskflow.training import (Fit, PackageDraft, Schedule, add_own_data_options, check_label_sets,
-                               classification_report, fast_cpu_math, fit, framework_versions, jieba_cut,
-                               length_batches, load_vectors, log, portable_path, pretrained_embeddings, print_report,
-                               read_labelled, recipe_parser, seed_all, split_off_dev, vectors_report)
+from taskflow.package_draft import PackageDraft, framework_versions, portable_path
+from taskflow.recipe_command import recipe_parser
+from taskflow.training import Fit, Schedule, fast_cpu_math, fit, length_batches, log, seed_all
+from taskflow.training_data import add_own_data_options, check_label_sets, read_labelled, split_off_dev
 
 from .features import NORMALIZATION, Vocab, encode, model_text
 from .pairs import Pair
