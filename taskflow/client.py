@@ -12,6 +12,7 @@ One result per input, in order; the server's typed errors are raised as the same
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -63,8 +64,8 @@ class Client:
                     response = self.session.post(url, json=body, timeout=self.timeout)
             except requests.RequestException as exc:
                 if attempt == self.retries:
-                    raise ServerError(f"{url}: no answer ({type(exc).__name__}: {exc}); is `taskflow serve` "
-                                      "running there?", None) from None
+                    raise ServerError(f"{url}: no answer ({self._why(exc)}); is `taskflow serve` running there?",
+                                      None) from None
                 time.sleep(self.backoff * 2 ** attempt)
                 continue
             if response.status_code in (429, 503) and attempt < self.retries:
@@ -74,6 +75,16 @@ class Client:
                 return response.json()
             raise _raised(url, response)
         raise AssertionError("unreachable")
+
+    def _why(self, exc) -> str:
+        """Why a request got no answer, in a few words: the OS's reason ("Connection refused"), not
+        the chain of urllib3's wrappers around it."""
+        import requests
+
+        if isinstance(exc, requests.Timeout):
+            return f"{type(exc).__name__}: nothing within {self.timeout:g} s"
+        reasons = re.findall(r"\[Errno -?\d+\] ([^'\"()]+)", str(exc))
+        return f"{type(exc).__name__}: {reasons[-1].strip()}" if reasons else f"{type(exc).__name__}: {exc}"
 
 
 def _retry_after(response, fallback: float) -> float:

@@ -117,6 +117,18 @@ class Option:
     check: Callable[[str, Any], Any] | None = None
 
 
+def _with_options(doc: str, options: Mapping[str, Option]) -> str:
+    """A task class's docstring with an ``Options:`` section made from its declared options."""
+    import inspect
+    import textwrap
+
+    lines = ["Options:"]
+    for name, option in options.items():
+        text = f"{name} (default {option.default!r}{', per call' if option.per_call else ''}): {option.help}"
+        lines += textwrap.wrap(text, 96, initial_indent="    ", subsequent_indent="        ")
+    return inspect.cleandoc(doc).rstrip() + "\n\n" + "\n".join(lines) + "\n"
+
+
 class Task:
     """Base of every task; see the module docstring for the contract."""
 
@@ -162,6 +174,12 @@ class Task:
         """The class that runs packages of ``package_task`` for this task (default: this one).
         A task whose modes run different kinds of model (ner) picks among its own classes here."""
         return cls
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # help(TaskClass) lists the options from the one declaration, not from a copy in the docstring.
+        if cls.__doc__ and cls.declared_options():
+            cls.__doc__ = _with_options(cls.__doc__, cls.declared_options())
 
     @classmethod
     def declared_options(cls) -> dict[str, Option]:

@@ -774,8 +774,8 @@ class EndpointPool:
             try:
                 results = self.client([record.item for record in part], on_error="skip", **self.parameters)
             except ServerError as exc:
-                raise JobError(f"{exc}; {where} were not answered. The records before them are saved: rerun with "
-                               "--resume (resume=True) once the server answers again") from None
+                raise JobError(f"the server did not answer {where} ({exc}); the records before them are saved: "
+                               "rerun with --resume (resume=True) once it answers again") from None
             if not isinstance(results, list) or len(results) != len(part):
                 raise JobError(f"{self.client.url} answered {len(results) if isinstance(results, list) else 'no'} "
                                f"result(s) for the {len(part)} of {where}; the records before them are saved")

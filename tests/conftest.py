@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import shutil
 import socket
@@ -109,3 +110,29 @@ def tiny_models(tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def tiny_sentiment(tiny_models) -> Path:
     return tiny_models["sentiment_analysis"]
+
+
+@pytest.fixture
+def interrupt_on_call(monkeypatch):
+    """``with interrupt_on_call(task, n) as sizes:`` a job run inside is stopped as by Ctrl-C: the
+    task's ``run_items`` raises KeyboardInterrupt on its n-th call (a chunk), the sizes of its calls
+    listed in ``sizes``; the real ``run_items`` is back after the block."""
+
+    @contextlib.contextmanager
+    def interrupted(task, n: int):
+        real, sizes = task.run_items, []
+
+        def run_items(items):
+            sizes.append(len(items))
+            if len(sizes) == n:
+                raise KeyboardInterrupt
+            return real(items)
+
+        monkeypatch.setattr(task, "run_items", run_items)
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                yield sizes
+        finally:
+            monkeypatch.setattr(task, "run_items", real)
+
+    return interrupted

@@ -132,23 +132,13 @@ def test_skip_names_a_bad_record_by_its_first_line_and_keeps_the_others(flow, tm
         run_file(flow.task, source, tmp_path / "raise.jsonl", chunk_size=4, progress=False)
 
 
-def test_a_resumed_job_neither_mixes_nor_repeats_records_over_lines(flow, tmp_path, monkeypatch):
+def test_a_resumed_job_neither_mixes_nor_repeats_records_over_lines(flow, tmp_path, interrupt_on_call):
     text, starts = _csv(REVIEWS)
     source, target = tmp_path / "reviews.csv", tmp_path / "out.jsonl"
     source.write_text(text, encoding="utf-8")
     run_file(flow.task, source, tmp_path / "clean.jsonl", chunk_size=7, progress=False)
-    real, calls = flow.task.run_items, []
-
-    def interrupted(items):
-        calls.append(1)
-        if len(calls) == 4:
-            raise KeyboardInterrupt
-        return real(items)
-
-    monkeypatch.setattr(flow.task, "run_items", interrupted)
-    with pytest.raises(KeyboardInterrupt):
+    with interrupt_on_call(flow.task, 4):
         run_file(flow.task, source, target, chunk_size=7, progress=False)
-    monkeypatch.setattr(flow.task, "run_items", real)
     checkpoint = json.loads((tmp_path / "out.jsonl.partial.ckpt").read_text(encoding="utf-8"))
     done = checkpoint["done"]
     assert 0 < done < len(REVIEWS)

@@ -45,6 +45,7 @@ def server(tiny_models, other_model, tmp_path_factory):
         "sentiment_analysis": {"task_path": tiny},
         "slow": {"task": "sentiment_analysis", "task_path": tiny, **SLOW},
         "other": {"task": "sentiment_analysis", "task_path": str(other_model), **SLOW},
+        "text_similarity": {"task_path": str(tiny_models["text_similarity"])},
     }}
     served = Served(tmp_path_factory.mktemp("endpoint"), config, api_key=KEY)
     yield served
@@ -124,6 +125,20 @@ def test_a_job_against_the_server_writes_what_the_same_job_writes_locally(server
     assert all("scores" in json.loads(line) for line in served.read_text(encoding="utf-8").splitlines())
 
 
+def test_pairs_go_to_the_server_as_a_local_job_reads_them(server, tiny_models, tmp_path):
+    source = tmp_path / "pairs.txt"
+    source.write_text("".join(f"花呗{k}怎么还款\t花呗如何还钱{'了' * (k % 4)}\n" for k in range(70)) + "只有一半\n",
+                      encoding="utf-8")
+    local, served = tmp_path / "local.jsonl", tmp_path / "served.jsonl"
+    Taskflow("text_similarity", task_path=tiny_models["text_similarity"]).predict_file(
+        source, local, on_error="skip", progress=False)
+    summary = run_file(Client(server.url, "text_similarity", api_key=KEY), source, served, on_error="skip",
+                       progress=False)
+    assert (summary.processed, summary.skipped) == (70, 1)
+    assert served.read_bytes() == local.read_bytes()
+    assert (tmp_path / "served.jsonl.errors.jsonl").read_bytes() == (tmp_path / "local.jsonl.errors.jsonl").read_bytes()
+
+
 def test_a_record_the_server_refuses_is_that_records_error_as_in_a_local_job(server, tiny_sentiment, tmp_path):
     source = tmp_path / "reviews.jsonl"
     lines = [{"id": 1, "text": "很好吃"}, {"id": 2, "text": "   "}, {"id": 3, "text": 42}, None,
@@ -178,7 +193,7 @@ def test_a_server_that_goes_away_stops_the_job_and_resume_continues_on_the_same_
     _, stderr = job.communicate(timeout=180)
     assert job.returncode == 2, stderr
     line = _one_error_line(stderr)
-    assert own.url in line and "--resume" in line
+    assert "the server did not answer the records at lines" in line and own.url in line and "--resume" in line
     kept = checkpoint.read_bytes()
     assert 0 < _done(checkpoint) < 2000
     # Another model behind the same task: refused, naming it, and nothing changed.
@@ -199,7 +214,9 @@ def test_no_server_at_the_endpoint_is_one_error_line(tmp_path):
     url = f"http://127.0.0.1:{_free_port()}"
     run = _cli("sentiment_analysis", "--endpoint", url, "--input", source, "--output", tmp_path / "out.jsonl")
     assert run.returncode == 2
-    assert url in _one_error_line(run.stderr) and "taskflow serve" in run.stderr
+    line = _one_error_line(run.stderr)
+    assert url in line and "Connection refused" in line and "taskflow serve" in line
+    assert "HTTPConnectionPool" not in line      # the reason, not urllib3's wrappers around it
     assert sorted(p.name for p in tmp_path.iterdir()) == ["reviews.txt"]
 
 

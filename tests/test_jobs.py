@@ -139,20 +139,10 @@ def test_skip_records_bad_lines_with_their_line_numbers(flow, expected, tmp_path
     assert [r["text"] for r in _read_jsonl(tmp_path / "j.jsonl")] == ["很好"]
 
 
-def test_interrupted_job_resumes_without_loss_or_duplicates(flow, expected, tmp_path, monkeypatch):
+def test_interrupted_job_resumes_without_loss_or_duplicates(flow, expected, tmp_path, interrupt_on_call):
     source, target = _txt(tmp_path / "in.txt", TEXTS), tmp_path / "out.jsonl"
-    real, calls = flow.task.run_items, []
-
-    def crash_on_fourth_chunk(items):
-        calls.append(len(items))
-        if len(calls) == 4:
-            raise KeyboardInterrupt
-        return real(items)
-
-    monkeypatch.setattr(flow.task, "run_items", crash_on_fourth_chunk)
-    with pytest.raises(KeyboardInterrupt):
+    with interrupt_on_call(flow.task, 4):
         flow.predict_file(source, target, chunk_size=100, progress=False)
-    monkeypatch.setattr(flow.task, "run_items", real)
     partial = tmp_path / "out.jsonl.partial"
     assert len(_read_jsonl(partial)) == 300
     with open(partial, "a", encoding="utf-8") as handle:
@@ -182,22 +172,12 @@ def test_a_resume_of_a_finished_job_says_so_and_refuses_an_input_that_grew(flow,
         {name: data for name, data in finished.items() if name != "in.txt"}
 
 
-def test_resume_is_byte_exact_and_checks_its_settings(flow, tmp_path, monkeypatch):
+def test_resume_is_byte_exact_and_checks_its_settings(flow, tmp_path, interrupt_on_call):
     source = tmp_path / "in.csv"
     source.write_text("id,text\n" + "".join(f"{i},{t}\n" for i, t in enumerate(TEXTS[:300])), encoding="utf-8")
     flow.predict_file(source, tmp_path / "clean.jsonl", chunk_size=64, progress=False)
-    real, calls = flow.task.run_items, []
-
-    def crash_on_third_chunk(items):
-        calls.append(1)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return real(items)
-
-    monkeypatch.setattr(flow.task, "run_items", crash_on_third_chunk)
-    with pytest.raises(KeyboardInterrupt):
+    with interrupt_on_call(flow.task, 3):
         flow.predict_file(source, tmp_path / "out.jsonl", chunk_size=64, progress=False)
-    monkeypatch.setattr(flow.task, "run_items", real)
     with pytest.raises(ResumeMismatchError, match=r"made by another job \(id_fields: None then, \[.id.\] now\)"):
         _job(flow, source, tmp_path / "out.jsonl", chunk_size=64, resume=True, id_fields=["id"])
     flow.predict_file(source, tmp_path / "out.jsonl", chunk_size=64, resume=True, progress=False)
@@ -215,9 +195,9 @@ def test_an_output_named_as_another_jobs_working_file_is_refused(flow, tmp_path,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
 
 
-def test_starting_a_stopped_job_again_without_resume_says_what_it_drops(flow, tmp_path, monkeypatch, caplog):
+def test_starting_a_stopped_job_again_without_resume_says_what_it_drops(flow, tmp_path, caplog, interrupt_on_call):
     source, target = _txt(tmp_path / "in.txt", TEXTS[:300]), tmp_path / "out.jsonl"
-    _interrupt(flow, monkeypatch, source, target)
+    _interrupt(flow, interrupt_on_call, source, target)
     flow.predict_file(source, target, chunk_size=64, progress=False)
     assert "an earlier run of this job stopped after 128 record(s); starting over" in caplog.text
     assert _results(target) == flow(TEXTS[:300])
@@ -250,20 +230,10 @@ def _snapshot(directory, *leave_out):
             for p in sorted(directory.iterdir()) if p not in leave_out}
 
 
-def _interrupt(flow, monkeypatch, source, target, *, chunk_size=64, at_chunk=3, **options):
+def _interrupt(flow, interrupt_on_call, source, target, *, chunk_size=64, at_chunk=3, **options):
     """Run a job that is interrupted (Ctrl-C) while it runs its ``at_chunk``-th chunk."""
-    real, calls = flow.task.run_items, []
-
-    def interrupted(items):
-        calls.append(1)
-        if len(calls) == at_chunk:
-            raise KeyboardInterrupt
-        return real(items)
-
-    monkeypatch.setattr(flow.task, "run_items", interrupted)
-    with pytest.raises(KeyboardInterrupt):
+    with interrupt_on_call(flow.task, at_chunk):
         _job(flow, source, target, chunk_size=chunk_size, **options)
-    monkeypatch.setattr(flow.task, "run_items", real)
 
 
 def test_the_issue_a_resume_by_another_task_and_model_is_refused_and_changes_nothing(
@@ -305,11 +275,11 @@ def test_the_issue_a_resume_by_another_task_and_model_is_refused_and_changes_not
 
 
 def test_a_resume_with_other_weights_or_options_is_refused_and_a_copy_of_the_package_is_not(
-        flow, tiny_sentiment, tmp_path, monkeypatch):
+        flow, tiny_sentiment, tmp_path, interrupt_on_call):
     from make_tiny_models import make_tiny_sentiment
 
     source, target = _txt(tmp_path / "in.txt", TEXTS[:300]), tmp_path / "out" / "out.jsonl"
-    _interrupt(flow, monkeypatch, source, target)
+    _interrupt(flow, interrupt_on_call, source, target)
     before = _snapshot(target.parent)
     # Same task, name and version; other weights (another seed): the fingerprint tells them apart.
     package = make_tiny_sentiment(tmp_path / "seed1", seed=1)
@@ -338,12 +308,12 @@ def test_a_resume_with_other_weights_or_options_is_refused_and_a_copy_of_the_pac
     assert _results(target) == flow(TEXTS[:300])
 
 
-def test_a_file_an_option_names_is_pinned_by_its_content(tiny_models, tmp_path, monkeypatch):
+def test_a_file_an_option_names_is_pinned_by_its_content(tiny_models, tmp_path, interrupt_on_call):
     words, package = tmp_path / "words.txt", tiny_models["word_segmentation"]
     words.write_text("北京大学\n", encoding="utf-8")
     seg = Taskflow("word_segmentation", task_path=package, user_dict=words)
     source, target = _txt(tmp_path / "in.txt", ["李明在北京大学读书"] * 100), tmp_path / "out.jsonl"
-    _interrupt(seg, monkeypatch, source, target, chunk_size=16)
+    _interrupt(seg, interrupt_on_call, source, target, chunk_size=16)
     words.write_text("北京\n大学\n", encoding="utf-8")  # edited in place: same path, other words
     edited = Taskflow("word_segmentation", task_path=package, user_dict=str(words))
     with pytest.raises(ResumeMismatchError, match=rf"\(option user_dict: {re.escape(str(words))} \(sha256 \w{{12}}\) then, "
@@ -353,10 +323,10 @@ def test_a_file_an_option_names_is_pinned_by_its_content(tiny_models, tmp_path, 
     assert seg.predict_file(source, target, chunk_size=16, resume=True, progress=False).resumed_from == 32
 
 
-def test_a_resume_with_another_encoding_is_refused(flow, tmp_path, monkeypatch):
+def test_a_resume_with_another_encoding_is_refused(flow, tmp_path, interrupt_on_call):
     source, target = tmp_path / "in.txt", tmp_path / "out.jsonl"
     source.write_bytes(("\n".join(TEXTS[:300]) + "\n").encode("gbk"))
-    _interrupt(flow, monkeypatch, source, target, encoding="gbk")
+    _interrupt(flow, interrupt_on_call, source, target, encoding="gbk")
     before = _snapshot(tmp_path, source)
     # latin-1 reads any bytes: without the check, the rest of the output would be mojibake, silently.
     with pytest.raises(ResumeMismatchError) as info:
@@ -367,12 +337,12 @@ def test_a_resume_with_another_encoding_is_refused(flow, tmp_path, monkeypatch):
     assert summary.resumed_from == 128 and _results(target) == flow(TEXTS[:300])
 
 
-def test_resume_cuts_off_what_a_stopped_chunk_half_wrote(flow, tmp_path, monkeypatch):
+def test_resume_cuts_off_what_a_stopped_chunk_half_wrote(flow, tmp_path, interrupt_on_call):
     lines = list(TEXTS[:300])
     lines[10] = lines[200] = ""
     source, target = _txt(tmp_path / "in.txt", lines), tmp_path / "out.jsonl"
     _job(flow, source, tmp_path / "clean.jsonl", chunk_size=64, on_error="skip")
-    _interrupt(flow, monkeypatch, source, target, at_chunk=5, on_error="skip")  # both bad lines are done
+    _interrupt(flow, interrupt_on_call, source, target, at_chunk=5, on_error="skip")  # both bad lines are done
     # A crash in the middle of writing a chunk leaves more bytes than the rest of the job writes.
     with open(tmp_path / "out.jsonl.partial", "ab") as handle:
         handle.write(b'{"line": 999, "text": "written before the crash"}\n' * 400 + b'{"line": 1000, "te')
@@ -420,9 +390,9 @@ def _edit_done_line(tmp_path, source):
     (_edit_done_line, ResumeMismatchError, r"the 128 record\(s\) already done are not what .*in\.txt now holds"),
 ], ids=["truncated-json", "not-an-object", "bad-count", "missing-field", "old-format", "short-partial", "short-input",
         "done-line-edited"])
-def test_a_resume_that_cannot_continue_says_why_and_changes_nothing(flow, tmp_path, monkeypatch, damage, error, message):
+def test_a_resume_that_cannot_continue_says_why_and_changes_nothing(flow, tmp_path, damage, error, message, interrupt_on_call):
     source, target = _txt(tmp_path / "in.txt", TEXTS[:300]), tmp_path / "out.jsonl"
-    _interrupt(flow, monkeypatch, source, target)
+    _interrupt(flow, interrupt_on_call, source, target)
     damage(tmp_path, source)
     before = _snapshot(tmp_path)
     with pytest.raises(error, match=message) as info:
@@ -431,7 +401,7 @@ def test_a_resume_that_cannot_continue_says_why_and_changes_nothing(flow, tmp_pa
     assert _snapshot(tmp_path) == before, "a refused resume changes no file, the input included"
 
 
-def test_job_files_do_not_follow_planted_links(flow, tmp_path, monkeypatch):
+def test_job_files_do_not_follow_planted_links(flow, tmp_path, interrupt_on_call):
     """A results file overwrote precious.txt through a link planted at a job file's
     predictable name.  A new job replaces such links; a resume refuses to write through them.
     At the output's own name, a link is followed only when it is the user's (or root's): one
@@ -459,7 +429,7 @@ def test_job_files_do_not_follow_planted_links(flow, tmp_path, monkeypatch):
     for name in ["out.jsonl.partial", "out.jsonl.errors.jsonl.partial", "out.jsonl.partial.ckpt"]:
         target = tmp_path / name.replace(".", "_") / "out.jsonl"
         target.parent.mkdir()
-        _interrupt(flow, monkeypatch, source, target, chunk_size=16, on_error="skip")
+        _interrupt(flow, interrupt_on_call, source, target, chunk_size=16, on_error="skip")
         planted = target.parent / name
         victims[0].write_bytes(planted.read_bytes())  # the victim even looks like the file it replaces
         planted.unlink()

@@ -42,6 +42,17 @@ def test_every_option_a_task_takes_is_declared_with_its_default_and_help(cls):
         assert (option.check is not None) == option.per_call, (cls, name)
 
 
+@pytest.mark.parametrize("cls", _task_classes(), ids=lambda cls: cls.__name__)
+def test_a_task_docstring_lists_its_declared_options_once_and_no_other(cls):
+    # help(cls) reads the docstring: its Options section is made from the declaration, never kept by hand.
+    doc = inspect.getdoc(cls)
+    assert doc.count("Options:") == (1 if cls.declared_options() else 0), cls
+    if cls.declared_options():
+        section = doc[doc.index("Options:"):].splitlines()[1:]
+        listed = [line.split()[0] for line in section if line.startswith("    ") and not line.startswith("        ")]
+        assert listed == list(cls.declared_options()), cls
+
+
 def test_call_time_options_apply_to_that_call_only(tiny_models):
     flow = Taskflow("sentiment_analysis", task_path=tiny_models["sentiment_analysis"])
     texts = ["好吃", "难吃", "服务很好"]

@@ -26,14 +26,6 @@ How a word gets its category (details and the category list in README.md):
 6. the user dictionary (``user_dict``) overrides all of the above.
 
 A word gets a ``termid`` when the tree has it under the same top type as its category.
-
-Options:
-    term_tree: a term file (``.tsv``/``.tsv.gz``, format in :mod:`.termtree`) or a
-        :class:`TermTree` replacing the shipped tree.
-    user_dict: a file path or a list of lines, one item a line, parts separated by
-        spaces, each optionally ``word/category``: ``长津湖/作品类_实体``,
-        ``华为 手机/物体类``.  User items win over the model and the tree.
-    user_dict_format: ``"auto"`` or ``"lac"`` (the format above; kept for symmetry with the lexical tasks).
 """
 
 from __future__ import annotations

@@ -51,14 +51,6 @@ __all__ = [
 class LexicalAnalysisTask(LexicalStages):
     """Words and their LAC tags (POS plus PER/LOC/ORG/TIME) for each text.
 
-    Options:
-        user_dict: a UTF-8 text file (or a list of its lines) of words the model must
-            get right, one entry a line: a word, or its parts separated by spaces, each
-            optionally tagged, ``春天/SEASON`` or ``花 开/v``; or jieba's ``word [freq]
-            [tag]``. Entries win over the model.
-        user_dict_format: how user_dict's lines are read: ``auto`` (told by the lines),
-            ``lac`` or ``jieba``.
-
     >>> from taskflow import Taskflow
     >>> Taskflow("lexical_analysis", user_dict=["北京大学/ORG"])("我在北京大学")   # doctest: +SKIP
     [{'text': '我在北京大学', 'segs': ['我', '在', '北京大学'], 'tags': ['r', 'p', 'ORG']}]

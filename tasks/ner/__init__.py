@@ -136,9 +136,8 @@ class NERTask(EntityOutput, LexicalAnalysisTask):
 class AccurateNERTask(EntityOutput, KnowledgeMiningTask):
     """``Taskflow("ner", mode="accurate")``: entities with WordTag categories.
 
-    Same output as the fast mode; labels are WordTag categories.  Options:
-    ``entity_labels`` (default :data:`ENTITY_CATEGORIES`), ``entity_only`` (default
-    ``True``: ``words`` holds only entity words), ``user_dict`` in the WordTag format.
+    Same output as the fast mode; labels are WordTag categories, and ``user_dict`` is in the
+    WordTag format.
 
     >>> from taskflow import Taskflow
     >>> Taskflow("ner", mode="accurate")("李明在北京大学工作")   # doctest: +SKIP

@@ -275,24 +275,6 @@ def _length_prior(manifest) -> np.ndarray | None:
 class ReadingComprehensionTask(MultiTextTask):
     """Extractive question answering over Chinese contexts of any length.
 
-    Options:
-        top_k: answers per item; 1 (default) gives one dict per item, more a
-            list of dicts per item, best first.
-        max_answer_len: longest answer in chars (default: the model's, 64).
-        max_seq_len: window size in chars (default: the model's, 512).
-        doc_stride: overlap of consecutive windows in chars (default: the model's, 128;
-            with a smaller max_seq_len, the same share of it).
-        handle_impossible_answer: allow "no answer": give ``''`` (start = end = 0)
-            when the model's score for "the answer is not in the context" beats the best
-            span's score by the null_threshold margin (else the best span is always given).
-        null_threshold: the margin of handle_impossible_answer, ``ln(null) - ln(best span)``
-            (or the package's null model's score) above which the answer is ``''`` (default:
-            the model's tuned value, else 0; lower says "no answer" more often).
-        ensemble: with a package whose manifest names an ``ensemble`` (readers it requires,
-            e.g. the default's word-vector reader), every reader scores every span and their
-            probabilities are averaged (default True); False runs the package's own reader
-            alone, in about half the time, with its own ``null_threshold``.
-
     >>> from taskflow import Taskflow
     >>> Taskflow("question_answering_extractive", top_k=2)(("北京是中国的首都。", "中国的首都是哪里？"))  # doctest: +SKIP
     [[{'question': '中国的首都是哪里？', 'answer': '北京', 'start': 0, 'end': 2, 'score': 0.70...}, ...]]

@@ -55,13 +55,6 @@ def temper(probs: np.ndarray, temperature: float) -> np.ndarray:
 @register_task("sentiment_analysis", aliases=["sentiment", "senta"])
 class SentimentAnalysisTask(TextClassificationTask):
     """Binary sentiment (negative / positive) of each text.
-
-    Options:
-        neutral: a third label, ``"neutral"``, for text without an opinion (runs
-            ``char_cnn_neutral``, or a package of your own with that label).
-        return_all_scores: also return ``scores``, the probability of every label.
-        ensemble: with a package that names an ``ensemble``, mix its networks' probabilities
-            (the default); False runs the package's own network alone.
     """
 
     default_model = "char_cnn"

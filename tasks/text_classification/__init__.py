@@ -104,11 +104,6 @@ class ClassifierNetwork:
 class TextClassificationTask(TextTask):
     """The label of each text, from the labels of the package you trained (``task_path=``).
 
-    Options:
-        return_all_scores: also return ``scores``, the probability of every label.
-        ensemble: with a package that names an ``ensemble``, mix its networks' probabilities
-            (the default); False runs the package's own network alone.
-
     >>> from taskflow import Taskflow
     >>> Taskflow("text_classification", task_path="my_model/")(["质量太差了"])   # doctest: +SKIP
     [{'text': '质量太差了', 'label': '1', 'score': 0.83...}]

@@ -144,17 +144,6 @@ register_network("siamese", "taskflow.tasks.text_similarity.model:SiameseNet")
 class TextSimilarityTask(MultiTextTask):
     """Semantic similarity of Chinese sentence pairs (1 = same meaning).
 
-    Options:
-        threshold: similarity at or above which ``label`` is 1 (default: the
-            model's own, tuned on held-out dev data; 0.5 if it has none).
-        return_embeddings: also return ``embedding1`` / ``embedding2``, the
-            sentence vectors, for retrieval; only models that encode each text
-            alone (bi-encoders, ``architecture.type == "siamese"``) have them
-            (an ensemble's are its own network's).
-        ensemble: with a package that names an ``ensemble``, average the
-            probabilities of all its networks (default True); False runs the
-            package's own network alone, with its own threshold.
-
     >>> from taskflow import Taskflow
     >>> Taskflow("text_matching", threshold=0.7)(("怎么修改微信密码", "微信密码怎么改"))   # doctest: +SKIP
     [{'text1': '怎么修改微信密码', 'text2': '微信密码怎么改', 'similarity': 0.98..., 'label': 1}]
