@@ -31,6 +31,7 @@ import weakref
 from pathlib import Path
 from typing import Callable, Mapping, Sequence, TypeVar
 
+from .cache import held_package
 from .errors import ChecksumError, ManifestError
 from .files import home_dir
 from .manifest import MANIFEST, Manifest, ModelPackage, inside
@@ -158,7 +159,9 @@ class Model:
             cycle = " -> ".join([*chain[chain.index(key):], key])
             raise ManifestError(f"the packages' 'requires' form a cycle ({cycle}); a package cannot build on "
                                 "itself: fix the 'requires' of one of them")
-        package = resolve(task, name, task_path=task_path, home=home, offline=offline, progress=progress)
+        # A cached package is held (a shared lock) while its model lives: `taskflow cache prune` keeps it.
+        package, in_use = held_package(lambda: resolve(task, name, task_path=task_path, home=home, offline=offline,
+                                                       progress=progress), home)
         requires = {}
         for role, ref in dict(package.manifest.get("requires", {})).items():
             ref = str(ref)
@@ -178,6 +181,8 @@ class Model:
             model = _SHARED_MODELS.get(shared)
             if model is None:
                 model = _SHARED_MODELS[shared] = cls(package, options=options, home=home, requires=requires)
+                in_use.keep_while(model)
+        in_use.close()   # a model alive already holds the package
         return model
 
     # ------------------------------------------------------------ package

@@ -1,7 +1,7 @@
 """Taskflow on Ray: past one machine.
 
 A batch job with ``backend="ray"`` (the CLI's ``--backend ray``) runs its chunks on Ray actors
-(:class:`taskflow.workers.RayPool`) and keeps everything else of a job.  For pipelines of one's
+(:class:`taskflow.ray_workers.RayPool`) and keeps everything else of a job.  For pipelines of one's
 own on Ray Data, :func:`map_batches` here builds one Taskflow per Ray actor (its predictor stays
 warm across batches).
 Needs ``pip install 'taskflow-nlp[ray]'``.
@@ -33,8 +33,8 @@ import numpy as np
 
 from .errors import InvalidInputError
 from .runner import ITEM_ERRORS, check_on_error
-from .workers import import_ray as _ray
-from .workers import init_local_ray
+from .ray_connect import import_ray as _ray
+from .ray_connect import init_local_ray
 
 __all__ = ["TaskflowPredictor", "map_batches", "init_local"]
 

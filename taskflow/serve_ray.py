@@ -10,7 +10,7 @@ answered with its own results.  One more deployment, ``http``, is :func:`taskflo
 HTTP proxy on ``--host`` / ``--port``; it passes each request to its route's deployment.
 
 Without ``--address`` a Ray starts on this machine, listening on 127.0.0.1 only and reaped with
-the server (:func:`taskflow.workers.init_local_ray`); ``--address`` joins a cluster, and an
+the server (:func:`taskflow.ray_connect.init_local_ray`); ``--address`` joins a cluster, and an
 address where nothing answers fails at once.  SIGTERM deletes the application (its replicas
 answer what they hold), stops the local Ray and exits 0; Ctrl-C the same, exit 130.
 """
@@ -32,11 +32,12 @@ from typing import Any
 from fastapi import Request as HTTPRequest
 from fastapi.responses import JSONResponse, Response
 
+from .batching import describe_route, options_key, warm_up_item
 from .errors import JobError
+from .ray_connect import LOOPBACK, connect, import_ray, reap, starts_local
 from .runner import Request, Runner
-from .server import (REFUSED, ServeConfig, TaskConfig, _error, _typed, answered, body_too_large, check_request,
-                     describe_route, http_app, options_key, warm_up_item)
-from .workers import LOOPBACK, _bounded_connect, _probe, _reap, import_ray, init_local_ray
+from .serve_config import ServeConfig, TaskConfig
+from .server import REFUSED, _error, _typed, answered, body_too_large, check_request, http_app
 
 __all__ = ["serve_on_ray", "application", "TaskReplica"]
 
@@ -273,30 +274,6 @@ class _Stopped(BaseException):
     pass
 
 
-def _connect(ray, address: str | None) -> str | None:
-    """A local Ray (None, or "local") or the cluster at ``address`` (or $RAY_ADDRESS); the local
-    Ray's session folder, for its reaper.  A failure is one :class:`JobError`, within seconds."""
-    local = address == "local" or (address is None and not os.environ.get("RAY_ADDRESS"))
-    where = "a local Ray" if local else f"the Ray cluster at {address or os.environ['RAY_ADDRESS']!r}"
-    fix = "give --address a running cluster's address (or auto), or leave it out to start a local Ray"
-    options = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
-    try:
-        if local:
-            return init_local_ray(ray, **options).address_info.get("session_dir")
-        reason = _probe(address or os.environ["RAY_ADDRESS"])
-        if reason is not None:
-            raise JobError(f"cannot reach {where}: {reason}; is the cluster running, and is that its address "
-                           f"(host:port of its head, as `ray start --head` printed it)? {fix}")
-        with _bounded_connect():
-            ray.init(address=address, **options)
-        return None
-    except JobError:
-        raise
-    except Exception as exc:
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise JobError(f"cannot start or reach {where}: {reason}; {fix}") from None
-
-
 def serve_on_ray(args: argparse.Namespace, config: ServeConfig) -> int:
     """Serve ``config``'s routes on Ray Serve until SIGTERM (0) or Ctrl-C (130); 1 if the
     application does not start, 2 if Ray Serve is missing or Ray cannot be reached."""
@@ -309,9 +286,9 @@ def serve_on_ray(args: argparse.Namespace, config: ServeConfig) -> int:
         return 2
     logging.basicConfig(level=args.log_level.upper(), format="%(message)s")
     logging.getLogger("ray.serve").setLevel(max(logging.WARNING, logging.getLogger().level))
-    local = args.address == "local" or (args.address is None and not os.environ.get("RAY_ADDRESS"))
+    local = starts_local(args.address)
     try:
-        session_dir = _connect(ray, args.address)
+        session_dir = connect(ray, args.address)
     except JobError as exc:
         print(f"taskflow: error: {exc}", file=sys.stderr)
         return 2
@@ -350,7 +327,7 @@ def serve_on_ray(args: argparse.Namespace, config: ServeConfig) -> int:
                 serve.delete(APP)          # the cluster's Serve goes on for its other applications
         ray.shutdown()
         if session_dir:
-            _reap(session_dir)
+            reap(session_dir)
     if status:
         return status
     return 130 if received and received[0] == signal.SIGINT else 0

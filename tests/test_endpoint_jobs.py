@@ -200,7 +200,8 @@ def test_a_server_that_goes_away_stops_the_job_and_resume_continues_on_the_same_
     refused = _cli("other", "--endpoint", server.url, "--input", long_input, "--output", out, "--resume")
     assert refused.returncode == 2
     line = _one_error_line(refused.stderr)
-    assert "cannot resume" in line and "sentiment_analysis/tiny 0.0.0" in line and "sentiment_analysis/tiny 0.0.1" in line
+    assert "cannot resume" in line and "model: sentiment_analysis/tiny 0.0.0" in line
+    assert "sentiment_analysis/tiny 0.0.1 (fingerprint" in line
     assert checkpoint.read_bytes() == kept
     # The same model at another address (and route name) continues the job.
     resumed = _cli("slow", "--endpoint", server.url, "--input", long_input, "--output", out, "--resume")
