@@ -12,15 +12,15 @@ request the server accepted, and the server's memory stays flat over a long run.
    * closed before any response byte, once the request was written;
    * cut during the response, or not answered within ``--client-timeout``.
 
-   How a close before any response byte is read (uvicorn 0.3x-0.5x, ``Server.shutdown`` and the
-   protocols' ``shutdown()``): on SIGTERM uvicorn closes its listening sockets, then for each open
-   connection either closes it at once, when it holds no request being run (no request parsed
-   since the last response: a keep-alive boundary), or lets the request it runs finish and closes
-   after that response (``keep_alive = False``, ``Connection: close``).  It then waits for every
-   connection to close (at most ``timeout_graceful_shutdown``, which ``taskflow serve`` sets to the
-   largest route ``timeout_s``), then runs the app's shutdown, where each route's inference threads
-   finish what is queued.  A request whose bytes the server had not read when it closed such a
-   connection is closed before any response byte: the server never accepted it.  Closed this way
+   How a close before any response byte is read (as uvicorn 0.54 stops: ``Server.shutdown`` and
+   its HTTP protocols' ``shutdown()``): on SIGTERM uvicorn closes its listening sockets, then for
+   each open connection either closes it at once, when it holds no request being run (no request
+   parsed since the last response: a keep-alive boundary), or lets the request it runs finish and
+   closes after that response (``keep_alive = False``, ``Connection: close``).  It then waits for
+   every connection to close (at most ``timeout_graceful_shutdown``, which ``taskflow serve`` sets
+   to the largest route ``timeout_s``), then runs the app's shutdown, where each route's inference
+   threads finish what is queued.  A request whose headers the server had not read in full when it
+   closed such a connection is closed before any response byte: the server never accepted it.  Closed this way
    too, but accepted, are only requests cancelled once the graceful timeout ran out (uvicorn logs
    "Cancel N running task(s)"), an exception in the app ("Exception in ASGI application") or a
    process that died.  The client alone cannot tell the two apart, so the script reads the
@@ -92,7 +92,11 @@ request = function()
 end
 response = function(status, headers, body)
   answered = answered + 1
-  if answered >= limit then wrk.thread:stop() end
+  if answered == limit then
+    io.write("LIMIT\\n")
+    io.flush()
+    wrk.thread:stop()
+  end
 end
 done = function(summary, latency, requests)
   io.write(string.format("RESULT %d %d %d\\n", summary.requests, summary.errors.connect + summary.errors.read +
@@ -280,7 +284,7 @@ def client(port: int, bodies: list[bytes], first: int, step: int, timeout: float
                     connection.close()
                     connection = None
         tally.add(outcome, started, time.monotonic(), sigterm[0], **details)
-        if outcome != ANSWERED and not outcome.startswith("answered "):
+        if not outcome.startswith("answered "):
             connection.close()
             connection = None
 
@@ -294,22 +298,25 @@ def sigterm_check(texts: list[str], clients: int, seconds: float, drain_limit: f
     threads = [threading.Thread(target=client, args=(port, bodies, k, clients, timeout, sigterm, stop, tally),
                                 daemon=True) for k in range(clients)]
     loaded = time.monotonic()
-    for thread in threads:
-        thread.start()
-    time.sleep(seconds)
-    sigterm[0] = time.monotonic()
-    process.send_signal(signal.SIGTERM)
     try:
-        exit_status = process.wait(timeout=drain_limit)
-        exited = time.monotonic()
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-        exit_status, exited = None, None
-    deadline = time.monotonic() + timeout + 5
-    for thread in threads:
-        thread.join(max(0.0, deadline - time.monotonic()))
-    stop.set()
+        for thread in threads:
+            thread.start()
+        time.sleep(seconds)
+        sigterm[0] = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        try:
+            exit_status = process.wait(timeout=drain_limit)
+            exited = time.monotonic()
+        except subprocess.TimeoutExpired:
+            exit_status, exited = None, None
+        deadline = time.monotonic() + timeout + 5
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    finally:
+        stop.set()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
     hung = sum(thread.is_alive() for thread in threads)
     log_text = log.read_text(encoding="utf-8", errors="replace")
     server_side = read_server_log(log_text)
@@ -317,8 +324,9 @@ def sigterm_check(texts: list[str], clients: int, seconds: float, drain_limit: f
     clean = (exit_status == 0 and not server_side["cancelled"] and not server_side["app_errors"]
              and logged == tally.statuses)
     closes = sum(count for (outcome, _), count in tally.counts.items() if outcome == CLOSED)
-    lost = closes * (not clean) + sum(count for (outcome, _), count in tally.counts.items()
-                                      if outcome in (CUT, TIMED_OUT))
+    # A client still waiting once the server is gone holds a request nobody answered.
+    lost = hung + closes * (not clean) + sum(count for (outcome, _), count in tally.counts.items()
+                                             if outcome in (CUT, TIMED_OUT))
     return {"counts": tally.counts, "statuses": tally.statuses, "closes": tally.closes, "closes_unread": clean,
             "lost": lost, "exit_status": exit_status, "logged": logged, "hung_clients": hung,
             "drain_s": None if exited is None else exited - sigterm[0],
@@ -352,7 +360,7 @@ def sigterm_table(got: dict, clients: int, seconds: float, drain_limit: float) -
         f"Closes before any response byte: {len(got['closes'])} ({fresh} on a connection that had not been "
         f"answered yet), the last {late:.2f} s after SIGTERM." if got["closes"] else
         "Closes before any response byte: none.",
-        f"Clients still waiting when the check ended: {got['hung_clients']}.",
+        f"Clients still waiting when the check ended (counted as lost): {got['hung_clients']}.",
         f"**Requests the server accepted and did not answer: {got['lost']}** "
         f"({'the claim holds' if got['lost'] == 0 and got['exit_status'] == 0 else 'the claim does not hold'}).",
     ]
@@ -364,9 +372,22 @@ def wrk_chunk(port: int, bodies_lua: str, count: int, offset: int, connections: 
     script = scratch / "soak.lua"
     script.write_text(LUA.replace("{BODIES}", "{" + bodies_lua + "}").replace("{PATH}", PATH)
                       .replace("{LIMIT}", str(count)).replace("{OFFSET}", str(offset)), encoding="utf-8")
-    out = subprocess.run(["wrk", "-t1", f"-c{connections}", "-d3600s", "--timeout", "30s", "-s", str(script),
-                          f"http://127.0.0.1:{port}"], capture_output=True, text=True, timeout=1800, check=True)
-    return wrk_result(out.stdout)
+    # wrk runs for its -d whatever its threads do: once the script has seen ``count`` responses and
+    # stopped its thread, SIGINT ends the wait, and wrk writes its summary.
+    process = subprocess.Popen(["wrk", "-t1", f"-c{connections}", "-d3600s", "--timeout", "30s", "-s", str(script),
+                                f"http://127.0.0.1:{port}"], stdout=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        for line in process.stdout:
+            lines.append(line)
+            if line.strip() == "LIMIT":
+                process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return wrk_result("".join(lines))
 
 
 def rss_check(texts: list[str], total: int, every: int, connections: int, scratch: Path) -> dict:
@@ -432,7 +453,7 @@ def command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
                  "bound_mb"):
         value = getattr(args, name)
         if value != parser.get_default(name):
-            words += [f"--{name.replace('_', '-')}", str(value)]
+            words += [f"--{name.replace('_', '-')}", f"{value:g}" if isinstance(value, float) else str(value)]
     if args.data:
         words[2:2] = ["--data", "DIR"]
     threads = os.environ.get("OMP_NUM_THREADS")
@@ -466,7 +487,10 @@ def main() -> None:
         raise SystemExit("the RSS soak needs wrk: apt-get install wrk")
     texts = BUILT_IN
     if args.data:
-        texts = [t[:120] for t in read_labelled_tsv(Path(args.data) / "sentiment" / "chnsenticorp" / "dev.tsv")[0]][:600]
+        reviews = read_labelled_tsv(Path(args.data) / "sentiment" / "chnsenticorp" / "dev.tsv")[0]
+        texts = [t[:120] for t in reviews][:600]
+    # A SIGTERM to this script unwinds it, so that the server it started is stopped too.
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
     start_load = quiet_load(wait=args.load_wait)
     scratch = Path(tempfile.mkdtemp(prefix="soak-serve-"))
     parts = []
@@ -481,6 +505,8 @@ def main() -> None:
                          "keep-alive connection each, one text a request, closed loop. A request's window is "
                          "when it started and ended against the SIGTERM.\n\n"
                          + sigterm_table(got, args.clients, args.sigterm_after, args.drain_limit))
+            print(f"sigterm check: exit status {got['exit_status']}, accepted and not answered {got['lost']}",
+                  flush=True)
         if "rss" in checks:
             began = time.monotonic()
             got = rss_check(texts, args.requests, args.sample_every, args.connections, scratch)

@@ -206,6 +206,10 @@ class Ensemble(Generic[Network]):
             self.models.append(router_model)
             self.router = network(router_model, router_role)
             self.routes = ensemble_routes(model.manifest, len(chosen), len(router_model.labels))
+            # Per router label, as arrays a routed batch indexes by each row's route (_route_fields).
+            self._routes_table = (np.array([route.weights for route in self.routes], dtype=np.float64),
+                                  np.array([-1 if route.first is None else route.first for route in self.routes]),
+                                  np.array([route.confident for route in self.routes], dtype=np.float64))
         self.weights = ensemble_weights(model.manifest, len(chosen)) if len(chosen) > 1 and not self.router else None
         self.mixing = ensemble_mixing(model.manifest)
 
@@ -242,10 +246,9 @@ class Ensemble(Generic[Network]):
         return np.asarray(predictors[-1].run(router_feeds)[0]).argmax(axis=1)
 
     def _route_fields(self, choice: np.ndarray):
-        weights = np.array([route.weights for route in self.routes])[choice]
-        first = np.array([-1 if route.first is None else route.first for route in self.routes])[choice]
-        confident = np.array([route.confident for route in self.routes])[choice]
-        return weights, first, confident
+        """Each row's route's weights, ``first`` network (-1: none) and ``confident`` level."""
+        weights, first, confident = self._routes_table
+        return weights[choice], first[choice], confident[choice]     # copies: fancy indexing
 
     def _settled(self, choice: np.ndarray, outputs: Sequence[np.ndarray | None]) -> np.ndarray:
         """The rows whose route's ``first`` network was confident enough for its answer to stand."""

@@ -16,6 +16,7 @@ from .model import Model
 from .predictor import PredictorOptions
 from .registry import get_task_class, task_names
 from .runner import Runner, check_on_error
+from . import packages
 from .packages import available_models, is_offline, pinned_manifest
 
 __all__ = ["Taskflow", "PipelineSpec"]
@@ -299,10 +300,15 @@ def listed_models(cls) -> list[str]:
     return own + _shared_models(cls)
 
 
-@functools.lru_cache(maxsize=None)
 def _ensemble_members(task: str) -> frozenset[str]:
     """``"task/name"`` of every package a shipped package of ``task`` names in its ``ensemble`` or as
     its ``ensemble_router``."""
+    return _members_of_bundle(task, str(packages._bundled_root()))   # read at call time: tests move it
+
+
+@functools.lru_cache(maxsize=None)
+def _members_of_bundle(task: str, root: str) -> frozenset[str]:
+    # Read once per bundle folder (``root``: the one the shipped manifests are read from).
     members = set()
     for name in available_models(task):
         manifest = pinned_manifest(task, name)

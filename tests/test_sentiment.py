@@ -513,6 +513,22 @@ def test_recipe_reads_opinion_free_sentences_for_the_no_opinion_kind(tmp_path):
         train(["--data-dir", str(data), "--out", str(tmp_path / "pkg3"), "--neutral-text", str(questions), *TINY_NETWORK])
 
 
+def test_the_recipe_reads_squad_contexts_and_questions_and_takes_as_many_statements_as_asked(tmp_path):
+    import json
+
+    from recipes.sentiment_analysis.train import read_statements
+
+    squad = tmp_path / "cmrc.json"
+    squad.write_text(json.dumps({"data": [{"paragraphs": [{
+        "context": "故宫位于北京市中心。它建于明代永乐年间。这里的风景太美了！",
+        "qas": [{"question": "故宫位于哪里？", "answers": []}, {"question": "故宫建于什么时候？", "answers": []}]}]}]},
+        ensure_ascii=False), encoding="utf-8")
+    taken = read_statements([str(squad)], 10)
+    # Sentences of the context (cut at 。！？) and the questions; the evaluative one is not opinion-free.
+    assert taken == ["故宫位于北京市中心", "它建于明代永乐年间", "故宫位于哪里", "故宫建于什么时候"]
+    assert read_statements([str(squad)], 2) == ["故宫位于北京市中心", "故宫位于哪里"]   # evenly spread
+
+
 def test_recipe_without_augmentation_records_none(tmp_path):
     from recipes.sentiment_analysis.train import main as train
 
