@@ -34,7 +34,9 @@ TASKS = ("sentiment_analysis", "lexical_analysis")
 SHAPES = (("one text a call", 1), ("64 texts a call", 64))
 
 
-def _worker(root: str, data: str, texts_n: int) -> None:
+def _worker(root: str, data: str, texts_n: int, pin: int | None) -> None:
+    if pin is not None:     # one core of its own: the other's noise (a neighbour, an interrupt) stays out
+        os.sched_setaffinity(0, {pin})
     sys.path.insert(0, root)
     from taskflow import Taskflow
 
@@ -58,7 +60,7 @@ def _worker(root: str, data: str, texts_n: int) -> None:
 
 def _first_result() -> None:
     start = time.perf_counter()
-    import paddle  # noqa: F401
+    import paddle  # noqa: F401  (timed: the import itself)
 
     imported = time.perf_counter()
     from taskflow import Taskflow
@@ -67,8 +69,8 @@ def _first_result() -> None:
     print(json.dumps({"import_paddle": imported - start, "first_result": time.perf_counter() - imported}))
 
 
-def _run(args: list[str], cwd: Path) -> dict:
-    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
+def _run(args: list[str], cwd: Path, threads: str | None = None) -> dict:
+    env = {**os.environ, "OMP_NUM_THREADS": threads or os.environ.get("OMP_NUM_THREADS", "2")}
     done = subprocess.run([sys.executable, __file__, *args], cwd=cwd, env=env, capture_output=True, text=True,
                           check=False)
     if done.returncode:
@@ -90,12 +92,14 @@ def main() -> None:
     parser.add_argument("--other", required=True, help="another checkout of this repository to compare with")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--texts", type=int, default=640)
+    parser.add_argument("--pin", type=int, metavar="CPU",
+                        help="run each worker on this one CPU with one math thread (steadier one-text figures)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--first-result", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--no-results", action="store_true", help="print only; do not write RESULTS.md")
     args = parser.parse_args()
     if args.worker:
-        return _worker(args.worker, args.data, args.texts)
+        return _worker(args.worker, args.data, args.texts, args.pin)
     if args.first_result:
         return _first_result()
     other = Path(args.other).resolve()
@@ -105,11 +109,13 @@ def main() -> None:
     ratios: dict[str, list[float]] = {}
     this_rates: dict[str, list[float]] = {}
     other_rates: dict[str, list[float]] = {}
+    pinned = [] if args.pin is None else ["--pin", str(args.pin)]
+    threads = None if args.pin is None else "1"
     for _ in range(args.rounds):
-        mine = _run(["--worker", str(ROOT), "--data", data, "--other", str(other), "--texts", str(args.texts)],
-                    Path("/tmp"))
-        theirs = _run(["--worker", str(other), "--data", data, "--other", str(other), "--texts", str(args.texts)],
-                      Path("/tmp"))
+        mine = _run(["--worker", str(ROOT), "--data", data, "--other", str(other), "--texts", str(args.texts),
+                     *pinned], Path("/tmp"), threads)
+        theirs = _run(["--worker", str(other), "--data", data, "--other", str(other), "--texts", str(args.texts),
+                       *pinned], Path("/tmp"), threads)
         for key in mine:
             ratios.setdefault(key, []).append(mine[key] / theirs[key])
             this_rates.setdefault(key, []).append(mine[key])
@@ -119,16 +125,18 @@ def main() -> None:
              f"{statistics.median(ratios[key]):.2f}x ({min(ratios[key]):.2f}-{max(ratios[key]):.2f})"]
             for key in ratios]
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=other, capture_output=True, text=True).stdout
-    body = (f"`python benchmarks/bench_call_path.py --data ../shared/data --other CHECKOUT` ({machine()}; "
+    how = "" if args.pin is None else f" --pin {args.pin}"
+    body = (f"`python benchmarks/bench_call_path.py --data ../shared/data --other CHECKOUT{how}` ({machine()}; "
             f"{load_note(load)}; CHECKOUT at {commit.strip() or 'an older commit'}; {args.rounds} rounds, "
-            f"alternating, {args.texts} ChnSentiCorp test reviews, texts/s best of 3 passes per process):\n\n"
+            f"alternating, {args.texts} ChnSentiCorp test reviews, texts/s best of 3 passes per process"
+            f"{'' if args.pin is None else f', each process on CPU {args.pin} alone with one math thread'}):\n\n"
             + table(["call", "this checkout", "other checkout", "ratio, median of rounds (range)"], rows)
             + "\n\nFrom `import paddle` to the first sentiment result (`Taskflow(\"sentiment_analysis\")` and one "
             f"call, a fresh process, 3 runs): median {statistics.median(f['first_result'] for f in first):.2f} s "
             f"(`import paddle` itself {statistics.median(f['import_paddle'] for f in first):.2f} s).\n")
     print(body)
     if not args.no_results:
-        update_section("call_path", body)
+        update_section("call_path" + ("" if args.pin is None else "_pinned"), body)
 
 
 if __name__ == "__main__":
