@@ -136,3 +136,19 @@ def interrupt_on_call(monkeypatch):
             monkeypatch.setattr(task, "run_items", real)
 
     return interrupted
+
+
+@pytest.fixture(scope="session")
+def benchmark_script():
+    """``benchmark_script("soak_serve")``: a script of benchmarks/ imported as a module, to test its
+    pure helpers (benchmarks/ is no package)."""
+    import importlib.util
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).parents[1] / "benchmarks" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        return module
+
+    return load

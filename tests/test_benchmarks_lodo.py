@@ -4,25 +4,16 @@ Only the TF-IDF system: the taskflow system trains a model per fold."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("sklearn")
 
-SCRIPT = Path(__file__).parents[1] / "benchmarks" / "lodo_sentiment.py"
-
-
 @pytest.fixture(scope="module")
-def lodo():
-    spec = importlib.util.spec_from_file_location("lodo_sentiment", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def lodo(benchmark_script):
+    return benchmark_script("lodo_sentiment")
 
 
 GOOD, BAD = ["很好", "不错", "喜欢", "满意"], ["很差", "失望", "难用", "垃圾"]

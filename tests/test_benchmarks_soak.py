@@ -3,22 +3,12 @@ its samples, and what it reads from /proc, wrk and the server's log.  No server 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
-
-SCRIPT = Path(__file__).parents[1] / "benchmarks" / "soak_serve.py"
 
 
 @pytest.fixture(scope="module")
-def soak():
-    spec = importlib.util.spec_from_file_location("soak_serve", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def soak(benchmark_script):
+    return benchmark_script("soak_serve")
 
 
 def test_slope_of_points_on_a_line_and_around_it(soak):
