@@ -186,7 +186,8 @@ def _task_command(argv: list[str]) -> int:
 
     # From before Paddle is imported, on every path: SIGTERM or SIGHUP stops the run with one message
     # saying what it leaves, never in Paddle's handler (whose dump would land among the results).
-    with sigterm_stops_the_job(own_process=True, left=RESUME_HINT if job else what_a_stop_leaves(args, target)):
+    with sigterm_stops_the_job(own_process=True, left=RESUME_HINT if job else what_a_stop_leaves(args, target),
+                               paddle=not args.endpoint):
         if args.endpoint:
             from .client import Client
 

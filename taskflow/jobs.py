@@ -282,7 +282,7 @@ def _check_job_options(*, on_error, workers, worker_spec, fields, id_fields, chu
 
 def _run_with_checkpoints(task, source: InputFile, summary: JobSummary, output_path: Path, errors_path: Path,
                           identity: dict, resume: bool, **options) -> None:
-    with sigterm_stops_the_job():
+    with sigterm_stops_the_job(paddle=not isinstance(task, Client)):
         files = JobFiles(output_path, errors_path, identity, source, resume)
         try:
             try:

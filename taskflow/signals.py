@@ -71,7 +71,7 @@ def stop_deferred():
 
 
 @contextlib.contextmanager
-def sigterm_stops_the_job(own_process: bool = False, left: str = RESUME_HINT):
+def sigterm_stops_the_job(own_process: bool = False, left: str = RESUME_HINT, paddle: bool = True):
     """While a job or a streaming run goes on in the main thread, SIGTERM and SIGHUP raise
     :class:`JobError` there ("stopped by SIGTERM; " + ``left``, what the stop leaves), so it stops
     like on Ctrl-C (workers shut down, state kept, temporary files removed) instead of meeting
@@ -84,14 +84,15 @@ def sigterm_stops_the_job(own_process: bool = False, left: str = RESUME_HINT):
     pipeline, the job once more; the innermost ``left`` is said).  ``own_process=True`` (the CLI,
     whose process this is) also removes Paddle's other crash handlers.  A SIGTERM during Paddle's
     import itself still meets Paddle's handler: it arrives on a thread Python cannot mask (e.g. a
-    BLAS thread started with numpy)."""
+    BLAS thread started with numpy).  ``paddle=False``: a run that never imports Paddle (a batch
+    job a server answers) does not import it here either."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     with sigterm_held() as release:
-        if own_process:
+        if paddle and own_process:
             without_paddle_signal_handlers()
-        else:
+        elif paddle:
             _import_paddle()
         before = {}
         for signum in _STOP_SIGNALS:

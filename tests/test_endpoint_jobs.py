@@ -221,6 +221,20 @@ def test_no_server_at_the_endpoint_is_one_error_line(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["reviews.txt"]
 
 
+def test_a_job_a_server_answers_does_not_import_paddle(tmp_path):
+    import subprocess
+    import sys
+
+    source = tmp_path / "reviews.txt"
+    source.write_text("很好\n", encoding="utf-8")
+    code = ("import sys; from taskflow.cli import main; "
+            f"status = main(['sentiment_analysis', '--endpoint', 'http://127.0.0.1:{_free_port()}', "
+            f"'--input', {str(source)!r}, '--output', {str(tmp_path / 'out.jsonl')!r}]); "
+            "print(status, 'paddle' in sys.modules)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.stdout.split() == ["2", "False"], run.stderr     # no server there: one error, and no Paddle
+
+
 @pytest.mark.parametrize("extra, named", [
     (["--workers", "2"], "--workers"), (["--backend", "ray"], "--backend ray"), (["--model", "tiny"], "--model"),
     (["--mode", "fast"], "--mode"), (["--task-path", "pkg"], "--task-path"), (["--device", "gpu"], "--device"),
