@@ -20,6 +20,16 @@ from taskflow.cli import main
 TASK, MODEL = "sentiment_analysis", "tiny_copy"
 
 
+def _export_formats() -> tuple[str, str]:
+    """This Paddle's static-export format, then the other Paddle's."""
+    import paddle
+
+    return ("json", "pdmodel") if int(paddle.__version__.split(".")[0]) >= 3 else ("pdmodel", "json")
+
+
+FORMAT, OTHER_FORMAT = _export_formats()
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
     return make_tiny_sentiment(tmp_path_factory.mktemp("tiny") / "package")
@@ -87,11 +97,11 @@ def test_list_shows_each_version_its_state_its_exports_and_task_path_exports(cac
     old, pinned = _version(listed, "1.0"), _version(listed, "2.0")
     assert (old["state"], pinned["state"]) == ("old", "pinned")
     assert old["verified"] == pinned["verified"] == "yes"
-    assert [e["format"] for e in pinned["exports"]] == ["json"] and pinned["exports"][0]["size"] > 0
+    assert [e["format"] for e in pinned["exports"]] == [FORMAT] and pinned["exports"][0]["size"] > 0
     assert pinned["size"] > pinned["exports"][0]["size"]
     jieba = next(v for v in listed["versions"] if v["model"] == "jieba")
     assert (jieba["state"], jieba["verified"], jieba["exports"]) == ("pinned", "yes", [])
-    assert len(listed["task_path_exports"]) == 1 and listed["task_path_exports"][0]["format"] == "json"
+    assert len(listed["task_path_exports"]) == 1 and listed["task_path_exports"][0]["format"] == FORMAT
     assert listed["total"] >= sum(v["size"] for v in listed["versions"])
 
     assert main(["cache", "list", "--home", str(cache)]) == 0
@@ -109,10 +119,11 @@ def _copy_export(source: Path, name: str, **stamp) -> Path:
     dest = source.with_name(name)
     shutil.copytree(source, dest)
     fmt, _, key = name.partition("-")
-    (dest / "inference.json").rename(dest / f"inference.{fmt}")
+    program = f"inference.{source.name.partition('-')[0]}"      # the program file is named by its format
+    (dest / program).rename(dest / f"inference.{fmt}")
     recorded = json.loads((dest / "export.json").read_text(encoding="utf-8"))
     recorded["key"] = key + recorded["key"][16:]
-    recorded["files"] = {f"inference.{fmt}" if file == "inference.json" else file: sha
+    recorded["files"] = {f"inference.{fmt}" if file == program else file: sha
                          for file, sha in recorded["files"].items()}
     (dest / "export.json").write_text(json.dumps({**recorded, **stamp}), encoding="utf-8")
     return dest
@@ -120,10 +131,10 @@ def _copy_export(source: Path, name: str, **stamp) -> Path:
 
 def test_prune_removes_the_old_version_stale_exports_and_leftover_temporaries(cache, capsys):
     pinned = cache / "taskflow" / TASK / MODEL / "2.0"
-    (export,) = (pinned / "static").glob("json-*")
-    paddle2 = _copy_export(export, export.name.replace("json", "pdmodel"))          # Paddle 2's format: valid
-    stale = _copy_export(export, "json-" + "0" * 16, built_from={"weights.npz": "0" * 64})   # of other weights
-    edited = _copy_export(export, "json-" + "1" * 16)
+    (export,) = (pinned / "static").glob(f"{FORMAT}-*")
+    paddle2 = _copy_export(export, export.name.replace(FORMAT, OTHER_FORMAT))      # the other Paddle's: valid
+    stale = _copy_export(export, f"{FORMAT}-" + "0" * 16, built_from={"weights.npz": "0" * 64})   # other weights
+    edited = _copy_export(export, f"{FORMAT}-" + "1" * 16)
     (edited / "inference.pdiparams").write_bytes(b"edited")                        # bytes its stamp does not record
     unknown = cache / "taskflow" / TASK / "no_such_model" / "1.0"                 # a model this install does not know
     unknown.mkdir(parents=True)
