@@ -19,6 +19,7 @@ from typing import Any, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from .predictor import SMALL_BATCH
 from .runner import Request, Runner
 from .serve_config import TaskConfig
 
@@ -94,7 +95,10 @@ class TaskServer:
         so its predictors exist before the first request, and start their threads."""
         for _ in range(self.config.replicas):
             flow = build(self.config.task, **self.config.options)
+            # One item, then a batch: a predictor serves small batches and another the rest
+            # (taskflow.predictor), and the first request of each size should not pay for its making.
             flow(warm_up_item(flow.task))
+            flow(warm_up_item(flow.task) * (SMALL_BATCH + 1))
             self.flows.append(flow)
         for k, flow in enumerate(self.flows):
             thread = threading.Thread(target=self._loop, args=(flow,), name=f"taskflow-{self.route}-{k}", daemon=True)

@@ -57,6 +57,7 @@ FIELDS: dict[str, Field] = {
     "labeller": Field("object", "knowledge_mining", "the labeller's rules and merge settings"),
     # calibration and decisions, fitted on dev by a recipe
     "temperature": Field("float", "sentiment_analysis", "calibration: softmax(log p / T) of the mix"),
+    "label_bias": Field("object", "sentiment_analysis", "per label, added to log p before the temperature (fitted on dev)"),
     "threshold": Field("float", "text_similarity", "similarity at or above which the label is 1"),
     "calibration": Field("object", "text_similarity", "the network's score calibration"),
     "ensemble_threshold": Field("float", "text_similarity", "the ensemble's own threshold"),
@@ -85,7 +86,7 @@ FIELDS: dict[str, Field] = {
     "ensemble_selection": Field("object", "record", "how the ensemble's members were chosen"),
     **{f"{name}_tuning": Field("object", "record", f"the grid {name} was chosen on")
        for name in ("threshold", "null", "ensemble_weights", "ensemble_routes", "ensemble_threshold",
-                    "ensemble_null", "encoder_focus")},
+                    "ensemble_null", "encoder_focus", "label_bias")},
 }
 
 

@@ -26,7 +26,9 @@ class TaskConfig:
     replicas: int = 1               # copies of the model, each with its own inference loop
     max_batch_items: int = 256      # items of several requests run as one call, at most
     max_batch_chars: int = 65536    # and their chars, at most (a long text counts whole)
-    max_wait_ms: float = 2.0        # how long a first request waits for others to join it
+    # How long the oldest waiting request waits for others to join it.  0: a free copy takes what is
+    # queued at once; under load the requests that arrive while a batch runs make the next one.
+    max_wait_ms: float = 0.0
     max_queue_items: int = 4096     # items waiting, past which a request is answered 429
     max_inputs: int = 1024          # inputs in one request, past which it is a 422
     timeout_s: float = 60.0         # a request not answered by then is a 504

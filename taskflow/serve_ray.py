@@ -37,7 +37,7 @@ from .errors import JobError
 from .ray_connect import LOOPBACK, connect, import_ray, reap, starts_local
 from .runner import Request, Runner
 from .serve_config import ServeConfig, TaskConfig
-from .server import REFUSED, _error, _typed, answered, body_too_large, check_request, http_app
+from .server import REFUSED, _error, _typed, answered, check_request, http_app
 
 __all__ = ["serve_on_ray", "application", "TaskReplica"]
 
@@ -156,9 +156,6 @@ class _Routes:
 
     async def answer(self, route: str, request: HTTPRequest, items: Any, parameters: Any, on_error: str):
         arrived = time.perf_counter()
-        too_large = await body_too_large(request, self.config.max_body_bytes)
-        if too_large is not None:
-            return too_large
         limits = self.config.routes[route]
         call = self.handle(route).remote(items, parameters, on_error)
         waiting = asyncio.ensure_future(_awaited(call))

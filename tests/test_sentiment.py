@@ -590,6 +590,33 @@ def test_recipe_neutral_trains_three_labels_that_neutral_true_reports(tmp_path):
     assert set(result["scores"]) == {"negative", "positive", "neutral"}
     assert abs(sum(result["scores"].values()) - 1) < 1e-6
 
+    # --neutral-bias: the shift of log p(neutral) chosen on dev is the grid's best, and applied.
+    import numpy as np
+
+    from recipes.tuning import update_manifest
+    from taskflow.errors import ManifestError
+    from taskflow.tasks.sentiment_analysis import shifted
+
+    texts = ["明天上午九点开会", "房间很干净，服务也好", "服务太差了", "会议改到三楼举行"]
+    assert train(["--neutral-bias", str(tmp_path / "pkg"), "--data-dir", str(data)]) == 0
+    manifest = Manifest.load(tmp_path / "pkg" / "manifest.json")
+    tuning, bias = manifest["label_bias_tuning"], manifest["label_bias"]["neutral"]
+    best = max(row[1] for row in tuning["grid"])
+    assert tuning["chosen"] == {"bias": bias, "dev": best} and best >= tuning["unshifted"]
+    assert abs(bias) == min(abs(row[0]) for row in tuning["grid"] if row[1] == best)    # ties: the smallest shift
+    update_manifest(tmp_path / "pkg", {"label_bias": None, "temperature": None})
+    raw = Taskflow("sentiment_analysis", task_path=tmp_path / "pkg", neutral=True, return_all_scores=True)(texts)
+    update_manifest(tmp_path / "pkg", {"label_bias": {"neutral": -2.5}})
+    after = Taskflow("sentiment_analysis", task_path=tmp_path / "pkg", neutral=True, return_all_scores=True)(texts)
+    order = ("negative", "positive", "neutral")
+    for r, a in zip(raw, after):
+        expected = shifted(np.array([r["scores"][k] for k in order]), np.array([0.0, 0.0, -2.5]))
+        assert [a["scores"][k] for k in order] == pytest.approx(expected.tolist(), abs=1e-6)
+        assert a["label"] == order[int(expected.argmax())]
+    update_manifest(tmp_path / "pkg", {"label_bias": {"neutrall": 1.0}})
+    with pytest.raises(ManifestError, match="label_bias"):
+        Taskflow("sentiment_analysis", task_path=tmp_path / "pkg", neutral=True)
+
     assert train(["--data-dir", str(data), "--out", str(tmp_path / "two"), "--augment", "none",
                   "--skip-calibration", *TINY_NETWORK]) == 0
     with pytest.raises(OptionError, match="neutral=True needs a model with the label 'neutral'"):

@@ -124,7 +124,11 @@ def test_two_tasks_answer_as_the_library_does(served, tiny_models):
     assert [t["route"] for t in listed] == ["sentiment_analysis", "text_similarity", "reviews"]
     assert listed[0]["parameters"]["return_all_scores"]["default"] is False
     assert served.session.get(served.url + "/health", timeout=10).json() == {"status": "ok"}
-    assert "/v1/{task}" in served.session.get(served.url + "/openapi.json", timeout=10).json()["paths"]
+    paths = served.session.get(served.url + "/openapi.json", timeout=10).json()["paths"]
+    # The input routes parse their own bodies; their documented body is still the pydantic shape.
+    body = paths["/v1/{task}"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert body["required"] == ["inputs"] and {"inputs", "parameters", "on_error"} <= set(body["properties"])
+    assert "data" in paths["/taskflow/{task}"]["post"]["requestBody"]["content"]["application/json"]["schema"]["required"]
 
 
 def test_paddlenlp_route_and_shapes(served, tiny_models):
@@ -188,10 +192,17 @@ def test_bad_requests_get_typed_errors_and_never_a_traceback(served):
     assert too_many.status_code == 422 and too_many.json()["error"]["type"] == "TooManyInputs"
     shape = served.post("/v1/sentiment_analysis", {"texts": ["好"]})
     assert shape.status_code == 422 and "inputs" in shape.json()["error"]["message"]
+    not_json = served.session.post(served.url + "/v1/sentiment_analysis", data=b'{"inputs": ["\xe5\xa5', timeout=10,
+                                   headers={"content-type": "application/json"})
+    assert not_json.status_code == 422 and not_json.json()["error"]["type"] == "RequestValidationError"
     big = served.session.post(served.url + "/v1/sentiment_analysis", data=b"{" + b" " * (9 * 1024 * 1024) + b"}",
                               headers={"content-type": "application/json"}, timeout=60)
     assert big.status_code == 413
-    for response in (bad, unknown, too_many, shape, big):
+    # Without a Content-Length (chunked), the body is counted as it is read.
+    chunked = served.session.post(served.url + "/v1/sentiment_analysis", timeout=60,
+                                  data=(b" " * (1024 * 1024) for _ in range(9)), headers={"content-type": "application/json"})
+    assert chunked.status_code == 413
+    for response in (bad, unknown, too_many, shape, not_json, big, chunked):
         assert "Traceback" not in response.text
 
 

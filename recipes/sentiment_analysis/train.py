@@ -260,6 +260,10 @@ def parse_args(argv):
     p.add_argument("--calibrate", metavar="PACKAGE",
                    help="no training: fit the temperature of this existing package on ChnSentiCorp dev "
                         "(under --data-dir) and write it into the package's manifest")
+    p.add_argument("--neutral-bias", metavar="PACKAGE",
+                   help="no training: choose the shift of log p(neutral) of this three-label package on the dev "
+                        "splits (three-way, a neutral answer on a polar text wrong) and write it into its manifest "
+                        "(label_bias)")
     args = p.parse_args(argv)
     if args.init and (args.deep_init or args.vectors or args.neutral):
         p.error("--init starts from a package's network: not with --deep-init, --vectors or --neutral")
@@ -267,7 +271,7 @@ def parse_args(argv):
         p.error("--vectors starts the deep stage: not with --deep-init or --calibrate")
     if args.int8_tables and not args.out:
         p.error("--int8-tables writes the package again: it needs --out")
-    if not args.calibrate and not args.ensemble_weights and not args.out:
+    if not args.calibrate and not args.ensemble_weights and not args.neutral_bias and not args.out:
         p.error("the following arguments are required: --out")
     kinds = [] if args.augment.strip() == "none" else [k.strip() for k in args.augment.split(",") if k.strip()]
     unknown = sorted(set(kinds) - set(AUGMENT_KINDS))
@@ -602,6 +606,11 @@ def main(argv=None) -> int:
         record = calibrate_package(args.calibrate, Path(args.data_dir))
         log(f"temperature {record['temperature']} written into {args.calibrate}/manifest.json: {record['figures']}")
         return 0
+    if args.neutral_bias:
+        tuned = tune_neutral_bias(args.neutral_bias, Path(args.data_dir))
+        log(f"label_bias {tuned['label_bias']} written into {args.neutral_bias}/manifest.json: "
+            f"{tuned['label_bias_tuning']['chosen']}")
+        return 0
     from taskflow.tasks.text_classification.model import SentimentNet
 
     data = Path(args.data_dir)
@@ -817,16 +826,16 @@ def fit_temperature(probs: np.ndarray, labels, low: float = 0.02, high: float = 
     return 1.0 / ((a + b) / 2)
 
 
-def package_probabilities(package: str | Path, texts: list[str]) -> np.ndarray:
-    """The package's probabilities (negative, positive) for ``texts`` through the product (chunks
-    cut at sentence ends, mixed by length), before any temperature it has."""
+def package_probabilities(package: str | Path, texts: list[str], labels=LABELS) -> np.ndarray:
+    """The package's probabilities (its labels, ``labels`` first) for ``texts`` through the product
+    (chunks cut at sentence ends, mixed by length), before any temperature or label bias it has."""
     from taskflow import Taskflow
 
     flow = Taskflow("sentiment_analysis", task_path=str(package), return_all_scores=True, offline=True)
-    if list(flow.task.labels)[:2] != list(LABELS):
-        raise ValueError(f"{package}: calibration needs the labels {list(LABELS)} first, the package has "
-                         f"{flow.task.labels}")
-    flow.task.temperature = None   # fit on the mix itself, also when the package has a temperature already
+    if list(flow.task.labels)[:len(labels)] != list(labels):
+        raise ValueError(f"{package}: needs the labels {list(labels)} first, the package has {flow.task.labels}")
+    # Fit on the mix itself, also when the package has a temperature or a label bias already.
+    flow.task.temperature = flow.task.label_bias = None
     return np.array([[r["scores"][label] for label in flow.task.labels] for r in flow(texts)])
 
 
@@ -888,6 +897,33 @@ def tune_ensemble_weights(package: str | Path, data: Path, step: float = 0.1, at
                                                            "dev": {k: round(v, 4) for k, v in floor.items()}}}
                                              if floor else {}),
                                           "grid_geometric": grids["geometric"]}}
+    update_manifest(package, fields)
+    return fields
+
+
+def tune_neutral_bias(package: str | Path, data: Path, low: float = -3.0, high: float = 3.0,
+                      step: float = 0.1) -> dict:
+    """Choose how readily a three-label package says "neutral": the shift b of log p(neutral) in
+    [low, high] (``label_bias``) with the best mean accuracy over the dev splits read three-way
+    (``ENSEMBLE_SELECTION``: the reviews' polar rows, where a neutral answer is wrong, and SMP2020's
+    rows with their neutral ones), the training's own selection score; ties go to the smallest
+    shift.  Writes it and the grid into the manifest and returns them."""
+    from taskflow.tasks.sentiment_analysis import shifted
+
+    dev = DevSplits(data, ENSEMBLE_SELECTION, neutral=True)
+    probs = package_probabilities(package, dev.texts, labels=THREE_LABELS)
+    grid = []
+    for k in range(int(round((high - low) / step)) + 1):
+        bias = round(low + k * step, 4)
+        accuracies = dev.accuracies(shifted(probs, np.array([0.0, 0.0, bias])))
+        grid.append([bias, round(float(np.mean(list(accuracies.values()))), 4),
+                     *(round(accuracies[rel], 4) for rel in dev.rels)])
+    best = max(grid, key=lambda row: (row[1], -abs(row[0])))
+    fields = {"label_bias": {NEUTRAL: best[0]},
+              "label_bias_tuning": {"score": "mean of the dev splits' three-way accuracies", "files": list(dev.rels),
+                                    "texts": len(dev.texts), "chosen": {"bias": best[0], "dev": best[1]},
+                                    "unshifted": next(row[1] for row in grid if row[0] == 0.0),
+                                    "grid": grid, "grid_columns": ["bias", "mean", *dev.rels]}}
     update_manifest(package, fields)
     return fields
 

@@ -39,7 +39,7 @@ from taskflow.registry import register_task
 from taskflow.task import Option, bool_option
 from taskflow.tasks.text_classification import NORMALIZATION, TextClassificationTask, encode, normalize, read_vocab
 
-__all__ = ["SentimentAnalysisTask", "encode", "normalize", "read_vocab", "temper", "NORMALIZATION"]
+__all__ = ["SentimentAnalysisTask", "encode", "normalize", "read_vocab", "shifted", "temper", "NORMALIZATION"]
 
 
 def temper(probs: np.ndarray, temperature: float) -> np.ndarray:
@@ -50,6 +50,15 @@ def temper(probs: np.ndarray, temperature: float) -> np.ndarray:
     [0.059, 0.941]
     """
     return softmax(np.log(np.clip(np.asarray(probs, dtype=np.float64), 1e-12, 1.0)) / temperature)
+
+
+def shifted(probs: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """softmax(log(probs) + bias) along the last axis: a prior shift, per label.
+
+    >>> shifted(np.array([0.4, 0.2, 0.4]), np.array([0.0, 0.0, -1.0])).round(3).tolist()
+    [0.535, 0.268, 0.197]
+    """
+    return softmax(np.log(np.clip(np.asarray(probs, dtype=np.float64), 1e-12, 1.0)) + bias)
 
 
 @register_task("sentiment_analysis", aliases=["sentiment", "senta"])
@@ -79,12 +88,17 @@ class SentimentAnalysisTask(TextClassificationTask):
                               "task_path= a package trained with a neutral label", "neutral")
         # The manifest's calibration temperature; None (no field) reports the mix as it is.
         self.temperature = _temperature(model.manifest)
+        # A per-label shift of log p fitted on dev (label_bias: how readily the three-label model
+        # says "neutral"); None where the manifest has none.
+        self.label_bias = _label_bias(model.manifest, self.labels)
 
     def probabilities(self, results, units):
-        """The text's label probabilities, tempered by the manifest's temperature: on the text's
-        averaged probabilities, not per chunk (the fit was on those; a monotone map of them cannot
-        change the label)."""
+        """The text's label probabilities, shifted by the manifest's ``label_bias`` and tempered by
+        its temperature: on the text's averaged probabilities, not per chunk (the fits were on
+        those; a temperature cannot change the label, a bias can)."""
         probs = super().probabilities(results, units)
+        if self.label_bias is not None:
+            probs = shifted(probs, self.label_bias)
         return probs if self.temperature is None else temper(probs, self.temperature)
 
 
@@ -97,3 +111,16 @@ def _temperature(manifest) -> float | None:
                             "remove it, or refit it with the recipe's `python -m recipes.sentiment_analysis.train "
                             "--calibrate PACKAGE --data-dir DIR` (from the taskflow repository)")
     return float(value)
+
+
+def _label_bias(manifest, labels) -> np.ndarray | None:
+    value = manifest.get("label_bias")
+    if value is None:
+        return None
+    unknown = sorted(set(value) - set(labels)) if isinstance(value, dict) else None
+    if unknown is None or unknown or not all(
+            not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) for v in value.values()):
+        raise ManifestError(f"model {manifest.name!r}: 'label_bias' must map labels of {list(labels)} to finite "
+                            f"numbers, got {value!r}; remove it, or refit it with the recipe's `python -m "
+                            "recipes.sentiment_analysis.train --neutral-bias PACKAGE --data-dir DIR`")
+    return np.array([float(value.get(label, 0.0)) for label in labels])
