@@ -1,10 +1,12 @@
 """Shared by the benchmark scripts: data reading, tables, and writing a
-script's own section of benchmarks/RESULTS.md."""
+script's own section of benchmarks/RESULTS.md, with its figures as JSON in benchmarks/figures/
+(what benchmarks/documents.py copies into the README and the task documents)."""
 
 from __future__ import annotations
 
 import csv
 import datetime
+import json
 import os
 import platform
 import re
@@ -12,6 +14,7 @@ import time
 from pathlib import Path
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
+FIGURES = "figures"  # the folder beside RESULTS.md that holds one <section>.json per section
 
 
 # The vector extensions that decide which kernels oneDNN (and LAC's, jieba's numpy's) can run.
@@ -96,7 +99,8 @@ def table(header: list[str], rows: list[list]) -> str:
 
 
 def update_section(name: str, body: str, path: Path = RESULTS) -> None:
-    """Replace (or append) the section delimited by BEGIN/END markers for ``name``."""
+    """Replace (or append) the section delimited by BEGIN/END markers for ``name``, and write its
+    figures to ``figures/<name>.json`` beside ``path`` (:func:`section_figures`)."""
     from taskflow.files import atomic_write_text
 
     begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
@@ -105,6 +109,82 @@ def update_section(name: str, body: str, path: Path = RESULTS) -> None:
     pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
     text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
     atomic_write_text(path, text)
+    write_figures(section_figures(name, body), path.parent / FIGURES)
+
+
+_SECTION = re.compile(r"^<!-- BEGIN (\S+) -->\n(.*?)\n<!-- END \1 -->$", re.S | re.M)
+_TABLE_RULE = re.compile(r"^\|(?:\s*:?-+:?\s*\|)+\s*$")
+_HEADING = re.compile(r"^(#{2,3})\s+(.*?)\s*$")
+
+
+def sections(text: str) -> dict[str, str]:
+    """Every section of a RESULTS.md text, name -> body (between its BEGIN and END lines)."""
+    return {m.group(1): m.group(2) for m in _SECTION.finditer(text)}
+
+
+def _cells(line: str) -> list[str]:
+    """The cells of a Markdown table line as written (``\\|`` is a pipe inside a cell)."""
+    inner = line.strip()
+    inner = inner[1:] if inner.startswith("|") else inner
+    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
+    return [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", inner)]
+
+
+def section_figures(name: str, body: str) -> dict:
+    """A section's figures as data: its name, its text before the first table (the paragraph that
+    says machine, date and command), and every Markdown table with the nearest ``##``/``###``
+    heading above it (or None), its columns and its rows, each cell as written."""
+    lines = body.strip().splitlines()
+    tables, heading, first_table, i = [], None, None, 0
+    while i < len(lines):
+        match = _HEADING.match(lines[i])
+        if match:
+            heading = match.group(2)
+        if lines[i].startswith("|") and i + 1 < len(lines) and _TABLE_RULE.match(lines[i + 1]):
+            first_table = i if first_table is None else first_table
+            columns, rows, i = _cells(lines[i]), [], i + 2
+            while i < len(lines) and lines[i].startswith("|"):
+                rows.append(_cells(lines[i]))
+                i += 1
+            tables.append({"heading": heading, "columns": columns, "rows": rows})
+            continue
+        i += 1
+    preamble = "\n".join(lines[:first_table] if first_table is not None else lines).strip()
+    return {"section": name, "preamble": preamble, "tables": tables}
+
+
+def figures_json(figures: dict) -> str:
+    """:func:`section_figures`' dict as the text of its JSON file: keys in a fixed order, non-ASCII
+    as it is, one table row a line (so a new run's diff shows the rows that changed)."""
+    def dump(value) -> str:
+        return json.dumps(value, ensure_ascii=False)
+
+    tables = []
+    for table in figures["tables"]:
+        rows = ",\n".join(f"        {dump(row)}" for row in table["rows"])
+        tables.append(
+            "    {\n"
+            f'      "heading": {dump(table["heading"])},\n'
+            f'      "columns": {dump(table["columns"])},\n'
+            + (f'      "rows": [\n{rows}\n      ]\n' if table["rows"] else '      "rows": []\n')
+            + "    }")
+    body = ",\n".join(tables)
+    return (
+        "{\n"
+        f'  "section": {dump(figures["section"])},\n'
+        f'  "preamble": {dump(figures["preamble"])},\n'
+        + (f'  "tables": [\n{body}\n  ]\n' if tables else '  "tables": []\n')
+        + "}\n")
+
+
+def write_figures(figures: dict, folder: Path) -> Path:
+    """Write ``figures`` to ``folder/<section>.json`` (into place: readers see the old file or the new)."""
+    from taskflow.files import atomic_write_text
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{figures['section']}.json"
+    atomic_write_text(path, figures_json(figures))
+    return path
 
 
 def read_labelled_tsv(path) -> tuple[list[str], list[int]]:

@@ -20,6 +20,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -105,10 +106,12 @@ def main() -> None:
     if args.child:
         return child(Path(args.data), args.calls, args.sentences)
     load = quiet_load()
-    command = [sys.executable, __file__, "--child", "--data", args.data, "--calls", str(args.calls)]
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", "--data", str(Path(args.data).resolve()),
+               "--calls", str(args.calls)]
     if args.sentences:
         command += ["--sentences", str(args.sentences)]
-    out = subprocess.run(command, capture_output=True, text=True, check=True)
+    with tempfile.TemporaryDirectory(prefix="profile-lexical-") as scratch:   # Paddle writes profile.log in the cwd
+        out = subprocess.run(command, capture_output=True, text=True, check=True, cwd=scratch)
     figures = json.loads(next(l for l in out.stdout.splitlines() if l.startswith(MARK))[len(MARK):])
     ops = parse_report(out.stdout)
     if not ops:
