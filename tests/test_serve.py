@@ -305,3 +305,45 @@ def test_a_model_that_fails_to_load_ends_the_server_with_its_error(tmp_path):
     unknown = subprocess.run([sys.executable, "-m", "taskflow.cli", "serve", "sentiment_analysys"],
                              capture_output=True, text=True, timeout=120)
     assert unknown.returncode == 2 and "sentiment_analysis" in unknown.stderr
+
+
+def test_the_input_routes_answer_a_failing_handler_with_a_json_500_and_keep_the_guard():
+    """InputRoutes (what `taskflow serve` runs) answers the input routes itself: an exception there
+    is a JSON 500 without a traceback, the API key holds on them, and other routes reach FastAPI."""
+    import asyncio
+
+    import httpx
+
+    from taskflow.serve_config import ServeConfig, route_config
+    from taskflow.server import InputRoutes, http_app
+
+    async def answer(route, request, items, parameters, on_error):
+        raise RuntimeError("a bug in the backend")
+
+    async def describe():
+        return []
+
+    async def not_ready():
+        return None
+
+    config = ServeConfig({"sentiment_analysis": route_config("sentiment_analysis", {})}, api_key="k")
+    app = InputRoutes(http_app(config, answer, describe, not_ready))
+
+    async def calls():
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            keyed = {"authorization": "Bearer k"}
+            failed = await client.post("/v1/sentiment_analysis", json={"inputs": ["好"]}, headers=keyed)
+            paddlenlp = await client.post("/taskflow/sentiment_analysis", json={"data": {"text": "好"}}, headers=keyed)
+            unkeyed = await client.post("/v1/sentiment_analysis", json={"inputs": ["好"]})
+            unknown = await client.post("/v1/sentiment", json={"inputs": ["好"]}, headers=keyed)
+            health = await client.get("/health")
+            return failed, paddlenlp, unkeyed, unknown, health
+
+    failed, paddlenlp, unkeyed, unknown, health = asyncio.run(calls())
+    for response in (failed, paddlenlp):
+        assert response.status_code == 500 and response.json()["error"]["type"] == "InternalError"
+        assert "Traceback" not in response.text and "a bug" not in response.text
+    assert unkeyed.status_code == 401
+    assert unknown.status_code == 404 and "did you mean 'sentiment_analysis'" in unknown.json()["error"]["message"]
+    assert health.status_code == 200
