@@ -486,6 +486,26 @@ def test_an_ensemble_averages_its_networks_probabilities(tiny_siamese, ensemble_
     assert together([["微信密码怎么改？", "微信密码怎么改"]])[0]["similarity"] == 1.0
 
 
+def test_a_weighted_geometric_ensemble_mixes_same_against_different(tiny_siamese, ensemble_package, tmp_path):
+    import shutil
+
+    from recipes.tuning import update_manifest
+
+    pairs = PAIRS + [["这家酒店很干净服务也很好", "这家酒店服务很好也很干净"]]
+    own = np.array(_scores(Taskflow("text_similarity", task_path=tiny_siamese)(pairs)))
+    partner = np.array(_scores(Taskflow("text_similarity", task_path=ensemble_package / "partner")(pairs)))
+    package = tmp_path / "geometric"
+    shutil.copytree(ensemble_package, package)
+    update_manifest(package, {"ensemble_weights": [3, 1], "ensemble_mixing": "geometric"})
+    # P(same) against P(different), each the weighted geometric mean: a score per pair, not a
+    # distribution over the batch's pairs.
+    same, different = own ** 0.75 * partner ** 0.25, (1 - own) ** 0.75 * (1 - partner) ** 0.25
+    expected = same / (same + different)
+    mixed = Taskflow("text_similarity", task_path=package)
+    assert _scores(mixed(pairs)) == pytest.approx(expected.tolist(), rel=1e-5)
+    assert _scores(mixed(pairs[:1])) == pytest.approx(expected[:1].tolist(), rel=1e-5)   # alone as in a batch
+
+
 def test_ensemble_false_runs_the_package_s_own_network_and_embeddings_stay_its_own(tiny_siamese, ensemble_package):
     alone = Taskflow("text_similarity", task_path=ensemble_package, ensemble=False)
     assert not alone.task.members and alone.task.threshold == 0.9
@@ -595,3 +615,48 @@ def test_contrast_dev_set_is_well_formed_balanced_and_without_duplicates():
     assert all(kinds[kind] >= 15 for kind in CONTRAST_KINDS), kinds
     assert all(kinds[kind] >= 40 for kind in PARAPHRASE_KINDS), kinds
     assert set(Counter(row["domain"] for row in rows)) == set(CONTRAST_DOMAINS)
+
+
+def test_open_domain_sets_become_paraphrase_labels(tmp_path):
+    from recipes.text_similarity.data import OPEN_DOMAIN_FILES, read_open_domain, read_stsb_binary
+
+    def write(relative, header, rows):
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(["\t".join(header)] + ["\t".join(r) for r in rows]) + "\n", encoding="utf-8")
+        return path
+
+    write(OPEN_DOMAIN_FILES["chinese_sts"], ["id1", "sentence1", "id2", "sentence2", "score"], [
+        ("1", "咱俩谁跟谁呀。", "2", "我们俩谁跟谁呀。", "5.0"),
+        ("3", "我给了她一只笔。", "4", "我拿了一支笔给她。", "4.0"),
+        ("5", "他没拒绝我的要求。", "6", "他拒绝我的要求。", "0.0"),       # a minimal pair: kept as 0
+        ("7", "太棒了！", "8", "发动机的能源来自哪里", "0.0"),              # unrelated: drawn to balance
+        ("9", "今天很冷", "10", "火车几点开", "0.0"),
+        ("11", "今天下雨", "12", "今天下了雨", "2.0"),                     # neither label: left out
+    ])
+    write(OPEN_DOMAIN_FILES["chinese_stsb_train"], ["sentence1", "sentence2", "score"], [
+        ("一架飞机要起飞了。", "一架飞机正在起飞。", "5"), ("三个人在下棋。", "两个人在下棋。", "2"),
+        ("一个男人在吹笛子。", "一个人在吹长笛。", "3"), ("猫在睡觉", "狗在跑", "0")])
+    long_head = "很" * 70
+    write(OPEN_DOMAIN_FILES["nli_probing"],
+          ["subset", "category", "condition_or_seed", "source", "sentence1", "sentence2", "label"], [
+        ("stress_synonym", "synonym", "verb", "xnli_premise", "我喜欢这本书", "我喜爱这本书", "entailment"),
+        ("stress_antonym", "antonym", "adjective", "xnli_premise", "这座楼很高", "这座楼很低", "contradiction"),
+        ("semantic_fragments", "negation", "x", "template", "特朗普没去上海", "特朗普去了上海", "contradiction"),
+        ("semantic_fragments", "boolean", "x", "template", "他和她都来了", "他来了", "entailment"),   # not a paraphrase
+        ("chinese_hans", "overlap", "x", "template", "医生见了律师", "律师见了医生", "neutral"),
+        ("stress_antonym", "antonym", "noun", "xnli_premise", long_head + "高", long_head + "低", "contradiction"),
+    ])
+    sets = read_open_domain(tmp_path, seed=1, max_length=64)
+    sts = sets["chinese_sts"]
+    assert sum(p.label for p in sts) == 2 and ("他没拒绝我的要求。", "他拒绝我的要求。", 0) in sts
+    assert len(sts) == 4                      # 2 positives, the minimal pair, one unrelated pair to balance
+    assert read_open_domain(tmp_path, seed=1, max_length=64) == sets          # seeded
+    assert [(p.text1, p.label) for p in sets["chinese_stsb_train"]] == [
+        ("一架飞机要起飞了。", 1), ("三个人在下棋。", 0), ("猫在睡觉", 0)]
+    assert [(p.text2, p.label) for p in sets["nli_probing"]] == [
+        ("我喜爱这本书", 1), ("这座楼很低", 0), ("特朗普去了上海", 0)]  # the edit past 64 chars is dropped
+    assert read_stsb_binary(tmp_path / OPEN_DOMAIN_FILES["chinese_stsb_train"]) == sets["chinese_stsb_train"]
+    (tmp_path / OPEN_DOMAIN_FILES["nli_probing"]).unlink()
+    with pytest.raises(SystemExit, match="nli_probing"):
+        read_open_domain(tmp_path, seed=1, max_length=64)

@@ -32,6 +32,11 @@ generator half of the word lexicons (``lexicon.py``: antonyms, negation words, t
 Cilin synonyms, politeness and function words, a time word moved -> 1); no held-out word is ever
 written, and no text of the contrast dev set or the held-out lexicon check is edited.
 
+``--open-domain`` adds the open-domain pairs staged beside them (ChineseSTS, Chinese STS-B train, the
+NLI probing set's synonym substitutions and contradictions: ``data.read_open_domain``), seen
+``--open-domain-repeat`` times an epoch; Chinese STS-B test, the contrast dev set and the held-out
+lexicon check are report splits whenever they are there, logged at every evaluation.
+
 ``--init PACKAGE`` starts from a package's network (its architecture, vocabulary and weights: a warm
 start; the network options are the package's).  After each evaluation the weights evaluated are kept
 in ``OUT.ckpt/`` with the minutes spent; a run stopped and started again with the same ``--out``
@@ -72,7 +77,8 @@ from taskflow.tasks.text_similarity.train import (MAX_LENGTH, Encoded, accuracy,
 from taskflow.training import fast_cpu_math, log, seed_all
 
 from .augment import CONTRAST_KINDS, FRAMED_KINDS, KINDS, SWAP_DEV, augmented_pairs, generated_training_pairs, read_generated
-from .data import CONTRAST_DEV, DEFAULT_FILES, Pair, drop_overlap, read_contrast_dev, read_pairs, resolve_files, split_lcqmc_dev
+from .data import (CONTRAST_DEV, DEFAULT_FILES, OPEN_DOMAIN_FILES, STSB_TEST, Pair, drop_overlap, read_contrast_dev,
+                   read_open_domain, read_pairs, read_stsb_binary, resolve_files, split_lcqmc_dev)
 from .lexicon import HELD_OUT_SHARE, LEXICON_KINDS, LexiconEdits
 
 LEXICON_CHECK = Path(__file__).parent / "dev" / "lexicon_check.jsonl"
@@ -85,6 +91,15 @@ SOURCES = {
     "lcqmc": "Xin Liu et al., LCQMC, COLING 2018 (GitHub zejunwang1/bertorch data/LCQMC dev/test)",
 }
 OCNLI_SOURCE = "Hai Hu et al., OCNLI, Findings of EMNLP 2020 (GitHub CLUEbenchmark/OCNLI train.10k), CC BY-NC 2.0"
+OPEN_DOMAIN_SOURCES = {
+    "chinese_sts": "Tang Shancheng et al., ChineseSTS, Xi'an University of Science and Technology 2016 (GitHub "
+                   "IAdmireu/ChineseSTS); credit requested, no licence",
+    "chinese_stsb": "Chinese STS-B of CNSD (GitHub pluto-junzeng/CNSD, via shibing624/text2vec), from the STS "
+                    "Benchmark (Cer et al., SemEval-2017): academic research only",
+    "nli_probing": "Hai Hu et al., Investigating Transfer Learning in Multilingual Pre-trained Language Models "
+                   "through Chinese NLI, Findings of ACL 2021 (GitHub huhailinguist/ChineseNLIProbing), "
+                   "rows built on OCNLI left out; no licence",
+}
 
 
 def parse_args(argv):
@@ -111,6 +126,12 @@ def parse_args(argv):
                         help="OCNLI train's contradictions join the training pairs as label 0 (DATA_DIR/"
                              "ocnli/train.tsv): a hypothesis that contradicts its premise is not the same text; "
                              "entailments and neutrals stay out (an entailed text is not a paraphrase)")
+    parser.add_argument("--open-domain", action="store_true",
+                        help="open-domain pairs join the training (data.read_open_domain: ChineseSTS, Chinese "
+                             "STS-B train, the NLI probing set's synonym substitutions and contradictions, "
+                             "under DATA_DIR)")
+    parser.add_argument("--open-domain-repeat", type=int, default=2,
+                        help="with --open-domain: times those pairs are seen per epoch")
     parser.add_argument("--lexicon", metavar="DIR", help="the word lexicons (../shared/data/lexicon), for --lexicon-pairs")
     parser.add_argument("--lexicon-pairs", type=int, default=0, metavar="N",
                         help="add N minimal pairs edited with the lexicons' generator words (lexicon.py; half "
@@ -147,6 +168,10 @@ def parse_args(argv):
         parser.error(f"--lexicon-kinds: unknown {', '.join(unknown)}; known: {', '.join(LEXICON_KINDS)}")
     if args.ocnli and not args.data_dir:
         parser.error("--ocnli reads DATA_DIR/ocnli/train.tsv: give --data-dir")
+    if args.open_domain and not args.data_dir:
+        parser.error("--open-domain reads its sets under DATA_DIR: give --data-dir")
+    if args.open_domain_repeat < 1:
+        parser.error("--open-domain-repeat N takes N >= 1")
     return args
 
 
@@ -176,9 +201,17 @@ def load_pairs(args):
     lcqmc_train, lcqmc_held = split_lcqmc_dev(sets["lcqmc_dev"], args.lcqmc_held_out, args.seed)
     selection = {"lcqmc_dev_held_out": lcqmc_held, "bq_dev": sets["bq_dev"]}
     report = {"lcqmc_test": sets["lcqmc_test"], "bq_test": sets["bq_test"], "afqmc_dev": sets["afqmc_dev"]}
+    stsb_test = Path(args.data_dir) / STSB_TEST if args.data_dir else None
+    if stsb_test and stsb_test.is_file():     # another genre (translated captions and news), report only
+        report["chinese_stsb_test"] = read_stsb_binary(stsb_test)
+    for name, path in (("contrast_dev", CONTRAST_DEV), ("lexicon_check", LEXICON_CHECK)):
+        if path.is_file():                    # the project's own checks (dev/), report only
+            report[name] = read_check(path)
     parts = {"bq_train": sets["bq_train"], "afqmc_train": sets["afqmc_train"], "lcqmc_dev_train_part": lcqmc_train}
     if args.ocnli:
         parts["ocnli_contradictions"] = read_ocnli_contradictions(Path(args.data_dir) / OCNLI_TRAIN)
+    if args.open_domain:
+        parts.update(read_open_domain(args.data_dir, args.seed, MAX_LENGTH))
     dropped = {}
     for name in parts:
         parts[name], dropped[name] = drop_overlap(parts[name], *selection.values(), *report.values())
@@ -219,6 +252,13 @@ def load_pairs(args):
     log("training pairs: " + ", ".join(f"{k} {len(v)} (dropped {dropped[k]} shared with eval splits)"
                                        for k, v in parts.items()))
     return files, parts, dropped, selection, report, generated
+
+
+def read_check(path: Path) -> list[Pair]:
+    """A check of ``dev/`` (JSON lines with text1, text2, label) as pairs."""
+    with open(path, encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle if line.strip()]
+    return [Pair(r["text1"], r["text2"], r["label"]) for r in rows]
 
 
 def check_pairs() -> list[Pair]:
@@ -298,13 +338,13 @@ def main(argv=None) -> int:
     cache: dict = {}
     train_pairs = [p for pairs in parts.values() for p in pairs]
     train = Encoded(train_pairs, vocab, cache)
-    lcqmc_start = 0
-    for name, pairs in parts.items():     # the LCQMC part's place among the sources (generated pairs come after it)
-        if name == "lcqmc_dev_train_part":
-            break
-        lcqmc_start += len(pairs)
-    lcqmc_index = list(range(lcqmc_start, lcqmc_start + len(parts["lcqmc_dev_train_part"])))
-    epoch_index = list(range(len(train_pairs))) + lcqmc_index * (args.lcqmc_repeat - 1)
+    epoch_index = list(range(len(train_pairs)))
+    repeats = {"lcqmc_dev_train_part": args.lcqmc_repeat,
+               **({name: args.open_domain_repeat for name in OPEN_DOMAIN_FILES} if args.open_domain else {})}
+    start = 0
+    for name, pairs in parts.items():     # the open-domain parts are seen more than once an epoch
+        epoch_index += list(range(start, start + len(pairs))) * (repeats.get(name, 1) - 1)
+        start += len(pairs)
     selection_data = {k: Encoded(v, vocab, cache) for k, v in selection.items()}
     log(f"encoded in {time.time() - started:.0f}s; {len(epoch_index)} pairs per epoch")
 
@@ -317,9 +357,15 @@ def main(argv=None) -> int:
     pretrained = start_from_vectors(network, args.vectors, vocab, args.seed) if args.vectors else None
     resumed = resume_checkpoint(args, network)
 
+    checks = {k: Encoded(report[k], vocab, cache) for k in ("contrast_dev", "lexicon_check", "chinese_stsb_test")
+              if k in report}
+
     def evaluate():
         accuracies = {k: accuracy(predict(network, d), d.labels) for k, d in selection_data.items()}
         figures = {**accuracies, "mean": float(np.mean(list(accuracies.values())))}
+        if checks:    # beside the selection figures, never chosen on
+            log("checks at 0.5: " + ", ".join(f"{k} {accuracy(predict(network, d), d.labels):.4f}"
+                                              for k, d in checks.items()))
         save_checkpoint(args, network, figures, resumed, started_fit)
         return figures
 
@@ -336,16 +382,22 @@ def main(argv=None) -> int:
             **package_fields(architecture, threshold),
             "training": {
                 "train_files": {**{k: portable_path(files[k], args.data_dir) for k in ("bq_train", "afqmc_train", "lcqmc_dev")},
-                                **({"ocnli_contradictions": OCNLI_TRAIN} if args.ocnli else {})},
+                                **({"ocnli_contradictions": OCNLI_TRAIN} if args.ocnli else {}),
+                                **(dict(OPEN_DOMAIN_FILES) if args.open_domain else {})},
                 "train_pairs": {k: len(v) for k, v in parts.items()},
                 "dropped_overlap_with_eval": dropped,
                 "lcqmc_dev_split": {"seed": args.seed, "held_out": args.lcqmc_held_out,
                                     "method": "random.Random(seed).shuffle of row indices; first held_out rows held out"},
                 "lcqmc_repeat": args.lcqmc_repeat,
+                **({"open_domain": {"repeat": args.open_domain_repeat,
+                                    "method": "data.read_open_domain (STS 4-5 -> 1, 0-2 -> 0; NLI probing synonym "
+                                              "substitutions -> 1, contradictions -> 0)"}}
+                   if args.open_domain else {}),
                 "max_train_pairs": args.max_train_pairs,
                 "hard_negatives": generated,
                 "selection_splits": ["lcqmc/dev.tsv held-out part", "bq_corpus/dev.tsv"],
-                "sources": {**SOURCES, **({"ocnli": OCNLI_SOURCE} if args.ocnli else {})},
+                "sources": {**SOURCES, **({"ocnli": OCNLI_SOURCE} if args.ocnli else {}),
+                            **(OPEN_DOMAIN_SOURCES if args.open_domain else {})},
                 "vocab": {"chars": len(vocab.char_list), "words": len(vocab.word_list), "min_char": args.min_char,
                           "min_word": args.min_word, "segmenter": "jieba 0.42 (HMM) word list, max-probability path"},
                 **({"pretrained_embeddings": pretrained} if pretrained else {}),

@@ -229,8 +229,11 @@ class TextSimilarityTask(MultiTextTask):
     def similarities(self, outputs) -> np.ndarray:
         """Each pair's similarity from :meth:`forward`'s outputs: the own network's probability, or
         for an ensemble its networks' mixed (the manifest's weights; equal without), calibrated."""
-        probabilities = [network.probability(out) for network, out in zip(self.ensemble.networks, outputs)]
-        return np.asarray(calibrated(self.ensemble.mix(probabilities), self.calibration), dtype=np.float64).reshape(-1)
+        same = [np.asarray(network.probability(out), dtype=np.float64).reshape(-1)
+                for network, out in zip(self.ensemble.networks, outputs)]
+        # Mixed as two-label rows (different, same): a geometric mix normalises over the labels.
+        mixed = self.ensemble.mix(np.stack([np.stack([1 - p, p], axis=-1) for p in same]))[:, 1]
+        return np.asarray(calibrated(mixed, self.calibration), dtype=np.float64).reshape(-1)
 
     def postprocess(self, outputs, units):
         scores = self.similarities(outputs)
