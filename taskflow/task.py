@@ -139,6 +139,10 @@ class Task:
     # A True bool option that runs another bundled model when the user names none (option -> model).
     option_models: dict[str, str] = {}
     default_batch_size: int = 32
+    # A batch of units longer than this many positions on average holds fewer than batch_size of
+    # them (rows x the longest unit <= batch_size x batch_length): a long unit sorted first no
+    # longer pads batch_size - 1 shorter ones to its length.  None: always batch_size.
+    batch_length: int | None = None
     input_fields: tuple[str, ...] = ("text",)  # what a file record holds (jsonl keys, csv columns)
     # A single str in gives its result itself, not a list of one (PaddleNLP's shape for word
     # segmentation and POS tagging, whose results are lists already); a list in is one result each.
@@ -330,8 +334,7 @@ class Task:
         keys = self.plan(units) if units else None
         if keys is not None and len(units) > self.batch_size:
             order = sorted(order, key=keys.__getitem__)     # stable: longest first within each path
-        for start in range(0, len(order), self.batch_size):
-            picked = order[start:start + self.batch_size]
+        for picked in self._batches(order, units):
             batch = [units[k] for k in picked]
             results = self.run_batch(batch, None if keys is None else [keys[k] for k in picked])
             for k, result in zip(picked, results):
@@ -342,6 +345,18 @@ class Task:
             grouped_results[owner].append(result)
             grouped_units[owner].append(unit)
         return [self.join(item, r, u) for item, r, u in zip(items, grouped_results, grouped_units)]
+
+
+    def _batches(self, order: list[int], units: list[Any]):
+        """The unit indices of each batch, in ``order`` (longest first within a path): at most
+        ``batch_size``, and with ``batch_length`` at most as many as its first unit's length allows."""
+        start = 0
+        while start < len(order):
+            rows = self.batch_size
+            if self.batch_length:
+                rows = max(1, min(rows, self.batch_size * self.batch_length // max(1, self.unit_length(units[order[start]]))))
+            yield order[start:start + rows]
+            start += rows
 
 
 class TextTask(Task):

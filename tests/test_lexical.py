@@ -943,3 +943,26 @@ def test_word_dictionary_time_grows_linearly_with_the_text():
 
     small, large = cost(15_000), cost(120_000)
     assert large < 20 * small, f"8x the text took {large / small:.0f}x the time ({small:.3f} s -> {large:.3f} s)"
+
+
+def test_long_units_come_in_smaller_batches_with_the_same_tags(tiny):
+    assert Taskflow("lexical_analysis").task.batch_length == 64      # the shipped tasks' setting
+    flow = Taskflow("lexical_analysis", task_path=tiny, batch_size=8)
+    task = flow.task
+    task.batch_length = 4           # the tiny model cuts units shorter than the shipped one: 8 x 4 positions
+    texts = ["北京大学的学生在上海工作很多年了"] * 3 + ["我爱北京"] * 20 + ["今天天气很好"] * 5
+    sizes = []
+    run_batch = task.run_batch
+
+    def recording(batch, keys=None):
+        sizes.append([task.unit_length(u) for u in batch])
+        return run_batch(batch, keys)
+
+    task.run_batch = recording
+    budgeted = flow(texts)
+    assert all(len(batch) == max(1, min(8, 8 * 4 // batch[0])) or batch is sizes[-1] for batch in sizes)
+    assert [len(batch) for batch in sizes[:2]] == [2, 2] and sum(map(len, sizes)) == len(texts)
+    sizes.clear()
+    task.batch_length = None                                             # batches by count only
+    assert flow(texts) == budgeted
+    assert [len(batch) for batch in sizes] == [8, 8, 8, 4]
