@@ -329,8 +329,6 @@ TEXT_SIMILARITY = (
 _LEX = "tasks/lexical_analysis/README.md"
 _LEX_TASKFLOW_GENRE = "taskflow lexical_analysis (1.4.1, shipped)"
 _LEX_GENRE_ENGINES = (_LEX_TASKFLOW_GENRE, "LAC 2.1.2 on paddlepaddle 2.6.2", "jieba 0.42.1 posseg (nr/ns/nt)")
-_LEX_LAC_MKL = ("LAC(mode='lac') on paddlepaddle 2.6.2, 2 math threads, MKL_DEBUG_CPU_TYPE=5 (MKL's AVX2 kernels, "
-                "as taskflow sets on AMD)")
 
 
 def _lex_peers_row(what, data, column):
@@ -355,7 +353,6 @@ LEXICAL = (
         ("taskflow lexical_analysis, batch 64", _lex_peers(_LEX_MODEL, "chars/s"), ""),
         *((label, _lex_peers(row, "chars/s"), Ratio(_lex_peers(_LEX_MODEL, "chars/s"), _lex_peers(row, "chars/s")))
           for label, row in (("LAC 2.1.2 on paddlepaddle 2.6.2, 2 math threads", _LEX_LAC),
-                             ("the same, with `MKL_DEBUG_CPU_TYPE=5` (as taskflow sets on AMD)", _LEX_LAC_MKL),
                              ("jieba.posseg (HMM on; tags no entities)", _LEX_JIEBA))),
     )),
     Block(_LEX, "segmentation", ("segmenter", "chars/s", "vs batch 64", "F1"), tuple(
