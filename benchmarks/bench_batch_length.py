@@ -24,14 +24,12 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 from common import load_note, machine, quiet_load, table, update_section  # noqa: E402
 
 
-def padding_share(lengths: list[int], batch_size: int, batch_length: int | None) -> float:
-    """The share of padded positions when ``lengths`` (sorted longest first) are batched as the task does."""
-    read = start = 0
-    while start < len(lengths):
-        rows = batch_size if not batch_length else max(1, min(batch_size, batch_size * batch_length // lengths[start]))
-        batch = lengths[start:start + rows]
-        read += batch[0] * len(batch)
-        start += rows
+def padding_share(task, texts: list[str]) -> float:
+    """The share of padded positions in the batches ``task`` makes of ``texts`` (its own rule)."""
+    units = [unit for text in texts for unit in task.split(text)]
+    order = sorted(range(len(units)), key=lambda k: -task.unit_length(units[k]))
+    lengths = [task.unit_length(u) for u in units]
+    read = sum(lengths[batch[0]] * len(batch) for batch in task._batches(order, units))
     return 1 - sum(lengths) / read
 
 
@@ -64,13 +62,16 @@ def main() -> None:
                 reference = out
             elif reference is not None and out != reference:
                 raise SystemExit(f"batch_length={value} changed the output")
-    lengths = sorted((len(t) for t in texts), reverse=True)
+    padded = {}
+    for value in settings:
+        flow.task.batch_length = value or None
+        padded[value] = padding_share(flow.task, texts)
     base = statistics.median(rates[0]) if 0 in rates else None
     rows = []
     for value in settings:
         median = statistics.median(rates[value])
         rows.append([f"{value}" + (" (shipped)" if value == shipped else "") if value else "none (batches of 64)",
-                     f"{padding_share(lengths, 64, value or None):.1%}",
+                     f"{padded[value]:.1%}",
                      f"{median:,.0f} ({min(rates[value]):,.0f}-{max(rates[value]):,.0f})",
                      f"{median / base:.2f}x" if base else ""])
     body = "\n".join([

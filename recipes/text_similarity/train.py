@@ -264,13 +264,7 @@ def read_check(path: Path) -> list[Pair]:
 def check_pairs() -> list[Pair]:
     """The pairs of the contrast dev set and of the held-out lexicon check (their texts stay out of
     every generated pair)."""
-    import json
-
-    rows = read_contrast_dev(CONTRAST_DEV) if CONTRAST_DEV.is_file() else []
-    if LEXICON_CHECK.is_file():
-        with open(LEXICON_CHECK, encoding="utf-8") as handle:
-            rows += [json.loads(line) for line in handle if line.strip()]
-    return [Pair(r["text1"], r["text2"], r["label"]) for r in rows]
+    return [p for path in (CONTRAST_DEV, LEXICON_CHECK) if path.is_file() for p in read_check(path)]
 
 
 def lexicon_pairs(args, parts: dict, selection: dict, report: dict) -> tuple[list[Pair], dict]:

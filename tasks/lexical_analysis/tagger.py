@@ -333,9 +333,9 @@ class LexicalStages(TextTask):
     the task's own model builds on the lexical one (knowledge_mining: ``"lexical"``)."""
 
     default_batch_size = 64
-    # A sentence of 500 chars sorted first padded 63 others to its length: 21% of MSRA dev's
-    # positions at batch 64.  Fewer rows for long units: the same tags, 13-15% more chars/s there
-    # (benchmarks/RESULTS.md, lexical_analysis: batches by length).
+    # A sentence of 500 chars sorted first padded 63 others to its length: 19% of MSRA dev's
+    # positions at batch 64.  Fewer rows for long units: the same tags, about 1.16x the chars/s
+    # there (benchmarks/RESULTS.md, lexical_analysis: batches by length).
     batch_length = 64
     lexical_role: str | None = None
 
