@@ -25,6 +25,12 @@ more: one entry per router label,
 
 Without ``ensemble_routes``, label k sends its inputs to network k alone.
 
+A member may know fewer labels than the package (sentiment's two-label networks beside the
+three-label one that can say "neutral"): its row is NaN on the labels it lacks, and a mix with such
+a member is a mix of what each network knows (:func:`mix_rows`): the labels only some networks know
+take their probability from those networks alone, and the rest of the probability is shared among
+the other labels by the mix of every network's probabilities among them.
+
 :class:`Ensemble` holds the networks (each built by the task's own class for one network), puts
 their feeds in one batch (a member's named ``role/name``), runs each on its feeds and mixes their
 probabilities.  A task keeps only what its networks read and output; ``ensemble=False`` (every
@@ -155,22 +161,62 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return weights / weights.sum(axis=-1, keepdims=True)
 
 
-def mix_rows(probabilities: np.ndarray, weights: np.ndarray, mixing: str = "arithmetic") -> np.ndarray:
-    """[networks, rows, labels] probabilities and [rows, networks] weights (each row its own; a
-    network weighted 0 may be NaN there) -> [rows, labels], as :func:`mix` row by row."""
-    weights = np.asarray(weights, dtype=np.float64)
-    weights = weights / weights.sum(axis=1, keepdims=True)
-    probabilities = np.nan_to_num(np.asarray(probabilities, dtype=np.float64), nan=1.0)
+def _weighted(probabilities: np.ndarray, weights: np.ndarray, mixing: str) -> np.ndarray:
+    """[networks, rows, labels] (no NaN) and [rows, networks] weights summing to 1 -> [rows, labels]."""
     weighted = weights.T[..., None]
     if mixing == "arithmetic":
         return (weighted * probabilities).sum(axis=0)
     return softmax((weighted * np.log(np.clip(probabilities, 1e-12, 1.0))).sum(axis=0))
 
 
+def mix_rows(probabilities: np.ndarray, weights: np.ndarray, mixing: str = "arithmetic") -> np.ndarray:
+    """[networks, rows, labels] probabilities and [rows, networks] weights (each row its own; a
+    network weighted 0 may be NaN there) -> [rows, labels], as :func:`mix` row by row.
+
+    A network weighted above 0 that is NaN on some labels does not know them (a member with fewer
+    labels than the package).  Those labels get the mix of the networks that know every label
+    (their weights renormalised: at least one must); each remaining label gets the rest of the
+    probability in proportion to the mix of every weighted network's probabilities among the
+    remaining labels (each network's renormalised over them).
+
+    >>> full, polar = [[0.2, 0.2, 0.6]], [[0.9, 0.1, np.nan]]
+    >>> mix_rows(np.array([full, polar]), np.array([[0.5, 0.5]])).round(3).tolist()
+    [[0.28, 0.12, 0.6]]
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    weights = weights / weights.sum(axis=1, keepdims=True)
+    probabilities = np.asarray(probabilities, dtype=np.float64)
+    unknown = np.isnan(probabilities) & (weights.T[..., None] > 0)     # [networks, rows, labels]
+    probabilities = np.nan_to_num(probabilities, nan=1.0)
+    if not unknown.any():
+        return _weighted(probabilities, weights, mixing)
+    out = np.empty(probabilities.shape[1:])
+    for row in range(probabilities.shape[1]):
+        w, p, lacks = weights[row], probabilities[:, row], unknown[:, row]
+        partial = lacks.any(axis=1)                     # networks that lack some label here
+        known = ~lacks.any(axis=0)                      # labels every weighted network knows
+        full = (w > 0) & ~partial
+        if not full.any():
+            raise ValueError("an ensemble row whose weighted networks all lack a label: no network gives its "
+                             "probability (weigh a network that knows every label above 0 on every route)")
+        whole = _weighted(p[full][:, None], (w[full] / w[full].sum())[None], mixing)[0]
+        used = w > 0
+        shares = p[used][:, known] / p[used][:, known].sum(axis=1, keepdims=True)
+        among = _weighted(shares[:, None], (w[used] / w[used].sum())[None], mixing)[0]
+        out[row] = np.where(known, 0.0, whole)
+        out[row, known] = whole[known].sum() * among
+    return out
+
+
 def mix(probabilities: np.ndarray, weights: Sequence[float] | None, mixing: str = "arithmetic") -> np.ndarray:
     """[networks, ..., labels] probabilities -> [..., labels]: their weighted mean
-    (``"arithmetic"``), or the softmax of their logarithms' weighted mean (``"geometric"``)."""
+    (``"arithmetic"``), or the softmax of their logarithms' weighted mean (``"geometric"``); NaN
+    on the labels a network does not know, mixed as :func:`mix_rows` says."""
     probabilities = np.asarray(probabilities, dtype=np.float64)
+    if np.isnan(probabilities).any():
+        rows = probabilities.reshape(len(probabilities), -1, probabilities.shape[-1])
+        each = np.ones(len(probabilities)) if weights is None else np.asarray(weights, dtype=np.float64)
+        return mix_rows(rows, np.tile(each, (rows.shape[1], 1)), mixing).reshape(probabilities.shape[1:])
     if mixing == "arithmetic":
         return np.average(probabilities, axis=0, weights=weights)
     return softmax(np.average(np.log(np.clip(probabilities, 1e-12, 1.0)), axis=0, weights=weights))
@@ -256,7 +302,7 @@ class Ensemble(Generic[Network]):
         settled = np.zeros(len(choice), dtype=bool)
         for k in np.unique(first[first >= 0]):
             rows = np.flatnonzero(first == k)
-            if outputs[k] is not None:
+            if outputs[k] is not None:     # a network that lacks a label (NaN there) never settles a row
                 settled[rows] = outputs[k][rows].max(axis=1) >= confident[rows]
         return settled
 

@@ -352,6 +352,21 @@ def test_text_similarity_recipe_adds_generated_pairs(tmp_path):
     stored = np.load(tmp_path / "framed" / "weights.npz")
     assert {stored[name].dtype for name in stored.files} == {np.dtype(np.float16)}
 
+    # --afqmc-held-out: pairs of AFQMC train kept out of training, a third selection split that the
+    # calibration and the mixes read back from the manifest.
+    from recipes.text_similarity.calibrate import selection_splits
+
+    held = train("text_similarity", "--data-dir", str(data), "--out", str(tmp_path / "held"), "--arch", "siamese",
+                 "--char-dim", "8", "--word-dim", "4", "--hidden", "6", "--enc-layers", "1", "--min-char", "1",
+                 "--min-word", "1", "--lcqmc-held-out", "4", "--afqmc-held-out", "5", "--epochs", "1",
+                 "--batch-size", "8", "--warmup", "2", "--evals", "1")
+    assert held["training"]["train_pairs"]["afqmc_train"] == len(SAME) + len(DIFFERENT) - 5
+    assert manifest["training"]["train_pairs"]["afqmc_train"] == len(SAME) + len(DIFFERENT)
+    assert set(held["metrics"]["selection"]) == {"lcqmc_dev_held_out", "bq_dev", "afqmc_train_held_out"}
+    rebuilt = selection_splits(data, held["training"])["afqmc_train_held_out"]
+    assert len(rebuilt) == 5 and all(p.text1.endswith("？") for p in rebuilt)
+    assert "afqmc_train_held_out" not in selection_splits(data, manifest["training"])
+
     # --halve: the first package again, every weight in float16, scoring as it did to ~1e-3
     halved = train("text_similarity", "--halve", str(out), "--out", str(tmp_path / "halved"), "--version", "1.0.1")
     assert (halved.name, halved.version) == (manifest.name, "1.0.1")

@@ -1,6 +1,7 @@
 """The shipped sentiment_analysis model on clear cases, and its package."""
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -8,6 +9,7 @@ import pytest
 
 from taskflow import Taskflow
 from taskflow.cli import main
+from taskflow.errors import ManifestError
 from taskflow.manifest import Manifest
 from taskflow.packages import available_models, _bundled_root
 
@@ -506,7 +508,7 @@ def test_recipe_reads_opinion_free_sentences_for_the_no_opinion_kind(tmp_path):
 
     bad = tmp_path / "bad.tsv"
     bad.write_text("question\tanswer\n借呗怎么还款\t看账单\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="text_a, text_b or text column"):
+    with pytest.raises(ValueError, match="needs one of the columns .'text_a', 'text_b', 'text', 'sentence1', 'sentence2'."):
         train(["--data-dir", str(data), "--out", str(tmp_path / "pkg2"), "--augment", "no_opinion",
                "--neutral-text", str(bad), *TINY_NETWORK])
     with pytest.raises(SystemExit):   # the default kinds leave no_opinion out: the file would be read for nothing
@@ -616,6 +618,31 @@ def test_recipe_neutral_trains_three_labels_that_neutral_true_reports(tmp_path):
     update_manifest(tmp_path / "pkg", {"label_bias": {"neutrall": 1.0}})
     with pytest.raises(ManifestError, match="label_bias"):
         Taskflow("sentiment_analysis", task_path=tmp_path / "pkg", neutral=True)
+
+    # router --neutral-route: the three-label network beside the bundled fast mode's routed networks,
+    # its polarity weight, mixing and neutral bias chosen together on dev; "neutral" is its own say.
+    from recipes.sentiment_analysis.router import main as route
+
+    update_manifest(tmp_path / "pkg", {"label_bias": None})
+    assert route(["--neutral-route", str(tmp_path / "pkg"), "--out", str(tmp_path / "composed"), "--version", "0.0.9",
+                  "--data-dir", str(data), "--own-weights", "0.2", "0.6"]) == 0
+    composed = Manifest.load(tmp_path / "composed" / "manifest.json")
+    assert composed["requires"] == {"reviews": "sentiment_analysis/char_cnn", "posts": "sentiment_analysis/char_cnn_posts",
+                                    "router": "sentiment_analysis/genre_router"}
+    tuning = composed["ensemble_routes_tuning"]
+    assert len(tuning["grid"]) == 4 and tuning["chosen"]["dev"] == max(row[2] for row in tuning["grid"])
+    weight = tuning["chosen"]["own_weight"]
+    assert composed["ensemble_routes"] == [{"weights": [weight, 1 - weight, 0]}, {"weights": [weight, 0, 1 - weight]}]
+    assert composed["ensemble_mixing"] == tuning["chosen"]["mixing"] and composed.get("temperature") is None
+    mixed = Taskflow("sentiment_analysis", task_path=tmp_path / "composed", neutral=True, return_all_scores=True)
+    own = Taskflow("sentiment_analysis", task_path=tmp_path / "composed", neutral=True, return_all_scores=True,
+                   ensemble=False)
+    assert len(mixed.task.networks) == 3
+    for m, o in zip(mixed(texts), own(texts)):
+        assert m["scores"]["neutral"] == pytest.approx(o["scores"]["neutral"], abs=1e-6)
+        assert sum(m["scores"].values()) == pytest.approx(1.0, abs=1e-6)
+    assert any(m["scores"]["positive"] != pytest.approx(o["scores"]["positive"], abs=1e-3)
+               for m, o in zip(mixed(texts), own(texts)))
 
     assert train(["--data-dir", str(data), "--out", str(tmp_path / "two"), "--augment", "none",
                   "--skip-calibration", *TINY_NETWORK]) == 0
@@ -796,6 +823,48 @@ def test_a_route_mixes_its_networks_and_asks_its_first_network_first(tiny_router
         expected = (alone["third"][k] if genre == "reviews" else
                     mix(np.stack([alone["own"][k], alone["posts"][k]]), [0.5, 0.5], "geometric"))
         assert got[k] == pytest.approx(expected, abs=1e-6), texts[k]
+
+
+def test_a_three_label_package_takes_neutral_from_its_own_network_and_polarity_from_two_label_members(
+        tiny_router, tmp_path):
+    """neutral=True's composition: the package's own network (three labels) alone says how likely
+    "neutral" is; the rest is shared between negative and positive by the route's mix of every
+    network's polarity (the own network's renormalised over the two labels)."""
+    from make_tiny_models import make_tiny_sentiment
+    from taskflow.ensemble import mix
+
+    three = ("negative", "positive", "neutral")
+    texts = ["房间很干净，服务也好", "质量很差，用了两天就坏了", "@小明 菜很好吃，下次还来[哈哈]", "客服态度很差[怒]",
+             "明天上午九点开会"]
+    genres = [r["label"] for r in Taskflow("sentiment_analysis", task_path=tiny_router)(texts)]
+    assert set(genres) == {"reviews", "posts"}
+    package = tmp_path / "neutral"
+    make_tiny_sentiment(package, seed=4, labels=three)
+    make_tiny_sentiment(package / "reviews", seed=1)
+    make_tiny_sentiment(package / "posts", seed=2)
+    shutil.copytree(tiny_router, package / "router")
+    manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
+    manifest.update({"requires": {"reviews": "./reviews", "posts": "./posts", "router": "./router"},
+                     "ensemble": ["reviews", "posts"], "ensemble_router": "router", "ensemble_mixing": "geometric",
+                     "ensemble_routes": [{"weights": [1, 3, 0]}, {"weights": [1, 0, 1]}]})
+    (package / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    flow = Taskflow("sentiment_analysis", task_path=package, return_all_scores=True, neutral=True)
+    got = np.array([[r["scores"][label] for label in three] for r in flow(texts)])
+    own = Taskflow("sentiment_analysis", task_path=package, return_all_scores=True, ensemble=False, neutral=True)
+    own = np.array([[r["scores"][label] for label in three] for r in own(texts)])
+    members = {name: _scores(Taskflow("sentiment_analysis", task_path=package / name, return_all_scores=True), texts)
+               for name in ("reviews", "posts")}
+    for k, genre in enumerate(genres):
+        member, weights = (members["reviews"][k], [0.25, 0.75]) if genre == "reviews" else (members["posts"][k], [0.5, 0.5])
+        polarity = mix(np.stack([own[k, :2] / own[k, :2].sum(), member]), weights, "geometric")
+        assert got[k, 2] == pytest.approx(own[k, 2], abs=1e-6), texts[k]
+        assert got[k, :2] == pytest.approx((1 - own[k, 2]) * polarity, abs=1e-6), texts[k]
+        assert got[k, :2] != pytest.approx((1 - own[k, 2]) * own[k, :2] / own[k, :2].sum(), abs=1e-4)
+    # A route that weighs only networks lacking "neutral" has no one to say it: refused on loading.
+    manifest["ensemble_routes"] = [{"weights": [0, 1, 0]}, {"weights": [1, 0, 1]}]
+    (package / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(ManifestError, match="entry 0 weighs only networks that lack"):
+        Taskflow("sentiment_analysis", task_path=package, neutral=True)
 
 
 @pytest.mark.parametrize("fields, message", [

@@ -20,6 +20,15 @@ package: a copy of the reviews' network with the router and the posts' network r
     python -m recipes.sentiment_analysis.router --route REVIEWS_PACKAGE --out resources/sentiment_analysis/char_cnn \
         --version 1.3.0 --data-dir ../shared/data/sentiment
 
+``--neutral-route`` writes ``neutral=True``'s package: the three-label network (``char_cnn_neutral``)
+says how likely "neutral" is, and the fast mode's routed networks share the rest between negative
+and positive, mixed with its own polarity (taskflow/ensemble.py: a member that lacks a label); its
+weight and the neutral bias (``label_bias``) are chosen together on the five dev splits read
+three-way (a neutral answer on a review is wrong):
+
+    python -m recipes.sentiment_analysis.router --neutral-route NEUTRAL_NETWORK_PACKAGE \
+        --out resources/sentiment_analysis/char_cnn_neutral --version 1.1.0 --data-dir ../shared/data/sentiment
+
 ``--accurate`` writes the accurate mode's package the same way: the encoder's package, with the
 three-label char CNN, the reviews' and the posts' networks beside it and a mix per route
 (``--routes``: the manifest's ``ensemble_routes``, chosen by ``python -m
@@ -82,6 +91,11 @@ def parse_args(argv):
                    help="with --route: the router, as the manifest's requires names it (default: %(default)s)")
     p.add_argument("--accurate", metavar="PACKAGE",
                    help="no training: write PACKAGE (the encoder's) again to --out as the routed accurate package")
+    p.add_argument("--neutral-route", metavar="PACKAGE",
+                   help="no training: write PACKAGE (a three-label network) to --out as neutral=True's package, "
+                        "its polarity mixed with the routed fast networks (--reviews, --posts, --router)")
+    p.add_argument("--own-weights", type=float, nargs="+", default=[0.05, 0.2, 0.35, 0.5, 0.7],
+                   help="with --neutral-route: the three-label network's polarity weights tried (default: %(default)s)")
     p.add_argument("--routes", type=Path, help="with --accurate: a JSON file of the manifest's ensemble_routes and "
                                                "ensemble_mixing ({\"ensemble_routes\": [...], \"ensemble_mixing\": ...})")
     p.add_argument("--neutral", default="sentiment_analysis/char_cnn_neutral",
@@ -156,6 +170,61 @@ def accurate(args) -> int:
     return 0
 
 
+def neutral_route(args, argv) -> int:
+    """``--neutral-route PACKAGE``: PACKAGE's files and manifest (its network's training and
+    metrics) under ``--out``, requiring the reviews' and the posts' networks and the router; the
+    weight of PACKAGE's own polarity on each route, the mixing and the neutral bias are the ones
+    with the best mean three-way dev accuracy."""
+    import shutil
+    import tempfile
+
+    from taskflow.manifest import MANIFEST, Manifest
+    from taskflow.packages import write_package
+
+    from .train import ENSEMBLE_SELECTION, THREE_LABELS, DevSplits, neutral_bias_fields, package_probabilities
+
+    source = Path(args.neutral_route)
+    manifest = Manifest.load(source / MANIFEST)
+    if list(manifest.get("labels", [])) != list(THREE_LABELS):
+        raise SystemExit(f"--neutral-route needs a package with the labels {list(THREE_LABELS)}; "
+                         f"{source} has {manifest.get('labels')}")
+    drop = ("files", "temperature", "calibration", "label_bias", "label_bias_tuning")
+    base = {k: v for k, v in manifest.data.items() if k not in drop}
+    base.update(name=args.name or Path(args.out).name, version=args.version,
+                requires={"reviews": args.reviews, "posts": args.posts, "router": args.router},
+                ensemble=["reviews", "posts"], ensemble_router="router")
+    dev = DevSplits(Path(args.data_dir), ENSEMBLE_SELECTION, neutral=True)
+    tried = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for mixing in ("geometric", "arithmetic"):
+            for weight in args.own_weights:
+                fields = {**base, "ensemble_mixing": mixing,
+                          "ensemble_routes": [{"weights": [weight, 1 - weight, 0]}, {"weights": [weight, 0, 1 - weight]}]}
+                candidate = Path(tmp) / f"{mixing}_{weight}"
+                write_package(candidate, fields, {name: source / name for name in manifest.files})
+                bias = neutral_bias_fields(package_probabilities(candidate, dev.texts, labels=THREE_LABELS), dev)
+                tried.append((bias["label_bias_tuning"]["chosen"]["dev"], -abs(bias["label_bias"]["neutral"]),
+                              mixing, weight, fields, bias))
+                log(f"{mixing} own weight {weight}: neutral bias {bias['label_bias']['neutral']:+.1f}, mean dev "
+                    f"{bias['label_bias_tuning']['chosen']['dev']:.4f}")
+                shutil.rmtree(candidate)
+    score, _, mixing, weight, fields, bias = max(tried, key=lambda t: t[:2])
+    fields.update(bias, description=(
+        f"neutral=True: {manifest.name} {manifest.version} ({manifest.get('description', '')}) says how likely "
+        f"'neutral' is; negative / positive share the rest by the {mixing} mix of its own polarity ({weight:g}) "
+        f"and, routed by {short(args.router)}, {short(args.reviews)}'s reviews network or {short(args.posts)} "
+        f"({1 - weight:g})"))
+    fields["ensemble_routes_tuning"] = {
+        "score": "mean of the dev splits' three-way accuracies, each with its best neutral bias",
+        "files": list(dev.rels), "chosen": {"mixing": mixing, "own_weight": weight, "dev": score},
+        "grid": [[m, w, s] for s, _, m, w, _, _ in tried], "grid_columns": ["mixing", "own_weight", "mean"],
+        "command": "python -m recipes.sentiment_analysis.router " + " ".join(argv)}
+    write_package(args.out, fields, {name: source / name for name in manifest.files})
+    log(f"wrote {args.out}: {fields['name']} {fields['version']}, {mixing} own weight {weight}, neutral bias "
+        f"{bias['label_bias']['neutral']:+.1f}, mean dev {score:.4f}")
+    return 0
+
+
 def main(argv=None) -> int:
     import paddle
     import paddle.nn.functional as F
@@ -168,6 +237,8 @@ def main(argv=None) -> int:
         return route(args)
     if args.accurate:
         return accurate(args)
+    if args.neutral_route:
+        return neutral_route(args, argv)
     data, started = Path(args.data_dir), time.time()
     rng = seed_all(args.seed)
     normalizer = Normalizer(NORMALIZATION_DEFAULT)

@@ -446,10 +446,14 @@ def read_teacher_labels(paths: list[str]) -> tuple[list[str], list[float], list[
     return texts, positive, record
 
 
+# The columns of a --neutral-text TSV that hold sentences (the matching and NLI sets' headers).
+TEXT_COLUMNS = ("text_a", "text_b", "text", "sentence1", "sentence2")
+
+
 def read_statements(paths: list[str], total: int) -> list[str]:
     """About ``total`` opinion-free sentences (``augment.opinion_free``), an equal share from each
     ``--neutral-text`` file, evenly spread over it, so that no one source makes up the kind.  A TSV
-    with a header gives its text_a / text_b / text columns, a SQuAD-style .json its contexts and
+    with a header gives its text_a / text_b / text (or sentence1 / sentence2) columns, a SQuAD-style .json its contexts and
     questions; any other file its lines (gzip read by the .gz suffix), cut into sentences at 。；！？."""
     import gzip
     import json
@@ -467,9 +471,9 @@ def read_statements(paths: list[str], total: int) -> list[str]:
                          for text in [paragraph["context"]] + [qa["question"] for qa in paragraph["qas"]]]
             elif ".tsv" in Path(path).suffixes:
                 rows = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
-                columns = [c for c in rows.fieldnames or () if c in ("text_a", "text_b", "text")]
+                columns = [c for c in rows.fieldnames or () if c in TEXT_COLUMNS]
                 if not columns:
-                    raise ValueError(f"{path}: a TSV for --neutral-text needs a text_a, text_b or text column; "
+                    raise ValueError(f"{path}: a TSV for --neutral-text needs one of the columns {TEXT_COLUMNS}; "
                                      f"its header: {rows.fieldnames}")
                 lines = [row[c] or "" for row in rows for c in columns]
             else:
@@ -908,10 +912,19 @@ def tune_neutral_bias(package: str | Path, data: Path, low: float = -3.0, high: 
     (``ENSEMBLE_SELECTION``: the reviews' polar rows, where a neutral answer is wrong, and SMP2020's
     rows with their neutral ones), the training's own selection score; ties go to the smallest
     shift.  Writes it and the grid into the manifest and returns them."""
+    dev = DevSplits(data, ENSEMBLE_SELECTION, neutral=True)
+    fields = neutral_bias_fields(package_probabilities(package, dev.texts, labels=THREE_LABELS), dev, low, high, step)
+    update_manifest(package, fields)
+    return fields
+
+
+def neutral_bias_fields(probs: np.ndarray, dev: DevSplits, low: float = -3.0, high: float = 3.0,
+                        step: float = 0.1) -> dict:
+    """The manifest's ``label_bias`` and ``label_bias_tuning`` for three-label ``probs`` of ``dev``'s
+    texts (read three-way): the shift of log p(neutral) on the grid with the best mean accuracy, ties
+    to the smallest shift."""
     from taskflow.tasks.sentiment_analysis import shifted
 
-    dev = DevSplits(data, ENSEMBLE_SELECTION, neutral=True)
-    probs = package_probabilities(package, dev.texts, labels=THREE_LABELS)
     grid = []
     for k in range(int(round((high - low) / step)) + 1):
         bias = round(low + k * step, 4)
@@ -919,13 +932,11 @@ def tune_neutral_bias(package: str | Path, data: Path, low: float = -3.0, high: 
         grid.append([bias, round(float(np.mean(list(accuracies.values()))), 4),
                      *(round(accuracies[rel], 4) for rel in dev.rels)])
     best = max(grid, key=lambda row: (row[1], -abs(row[0])))
-    fields = {"label_bias": {NEUTRAL: best[0]},
-              "label_bias_tuning": {"score": "mean of the dev splits' three-way accuracies", "files": list(dev.rels),
-                                    "texts": len(dev.texts), "chosen": {"bias": best[0], "dev": best[1]},
-                                    "unshifted": next(row[1] for row in grid if row[0] == 0.0),
-                                    "grid": grid, "grid_columns": ["bias", "mean", *dev.rels]}}
-    update_manifest(package, fields)
-    return fields
+    return {"label_bias": {NEUTRAL: best[0]},
+            "label_bias_tuning": {"score": "mean of the dev splits' three-way accuracies", "files": list(dev.rels),
+                                  "texts": len(dev.texts), "chosen": {"bias": best[0], "dev": best[1]},
+                                  "unshifted": next(row[1] for row in grid if row[0] == 0.0),
+                                  "grid": grid, "grid_columns": ["bias", "mean", *dev.rels]}}
 
 
 def calibrate_package(package: str | Path, data: Path) -> dict:

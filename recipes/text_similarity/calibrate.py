@@ -43,7 +43,12 @@ def selection_splits(data_dir: str | Path, training: dict) -> dict[str, list]:
     if not split:
         raise SystemExit("the package's manifest has no training.lcqmc_dev_split: it was not trained by the recipe")
     _, held = split_lcqmc_dev(read_pairs(Path(data_dir) / DEFAULT_FILES["lcqmc_dev"]), split["held_out"], split["seed"])
-    return {"lcqmc_dev_held_out": held, "bq_dev": read_pairs(Path(data_dir) / DEFAULT_FILES["bq_dev"])}
+    splits = {"lcqmc_dev_held_out": held, "bq_dev": read_pairs(Path(data_dir) / DEFAULT_FILES["bq_dev"])}
+    afqmc = training.get("afqmc_train_split")
+    if afqmc:      # --afqmc-held-out: AFQMC train pairs the network never saw
+        splits["afqmc_train_held_out"] = split_lcqmc_dev(read_pairs(Path(data_dir) / DEFAULT_FILES["afqmc_train"]),
+                                                         afqmc["held_out"], afqmc["seed"])[1]
+    return splits
 
 
 def scored_splits(task, splits: dict[str, list]) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -11,7 +11,10 @@ Every path can also be given on its own (``--bq-train``, ``--lcqmc-dev``...):
   Liu et al. 2018) left after ``--lcqmc-held-out`` pairs are drawn with
   ``--seed`` (LCQMC's own train split is not available here);
 * model selection: the held-out part of LCQMC dev and ``bq_corpus/dev.tsv``
-  (epoch, and the decision threshold);
+  (epoch, and the decision threshold); with ``--afqmc-held-out N``, also N pairs of
+  ``afqmc/train.tsv`` kept out of training (the epoch and a mix's weights are then chosen on the
+  three: AFQMC's questions are the ones an open-domain network loses; its dev split stays a report
+  split);
 * report only: ``lcqmc/test.tsv`` (12,500 pairs), ``bq_corpus/test.tsv`` and
   ``afqmc/dev.tsv``.
 
@@ -110,6 +113,8 @@ def parse_args(argv):
         parser.add_argument(f"--{name.replace('_', '-')}", help=f"default: DATA_DIR/{relative}")
     add_network_options(parser)
     parser.add_argument("--lcqmc-held-out", type=int, default=2500, help="LCQMC dev pairs kept out of training")
+    parser.add_argument("--afqmc-held-out", type=int, default=0,
+                        help="AFQMC train pairs kept out of training as a third selection split (default: none)")
     parser.add_argument("--lcqmc-repeat", type=int, default=3, help="times the LCQMC part is seen per epoch")
     parser.add_argument("--max-train-pairs", type=int, help="train on a random subset of this size")
     parser.add_argument("--hard-negatives", type=int, default=0, metavar="N",
@@ -200,6 +205,9 @@ def load_pairs(args):
     sets = {name: read_pairs(path) for name, path in files.items()}
     lcqmc_train, lcqmc_held = split_lcqmc_dev(sets["lcqmc_dev"], args.lcqmc_held_out, args.seed)
     selection = {"lcqmc_dev_held_out": lcqmc_held, "bq_dev": sets["bq_dev"]}
+    if args.afqmc_held_out:
+        sets["afqmc_train"], selection["afqmc_train_held_out"] = split_lcqmc_dev(sets["afqmc_train"],
+                                                                                 args.afqmc_held_out, args.seed)
     report = {"lcqmc_test": sets["lcqmc_test"], "bq_test": sets["bq_test"], "afqmc_dev": sets["afqmc_dev"]}
     stsb_test = Path(args.data_dir) / STSB_TEST if args.data_dir else None
     if stsb_test and stsb_test.is_file():     # another genre (translated captions and news), report only
@@ -382,6 +390,9 @@ def main(argv=None) -> int:
                 "dropped_overlap_with_eval": dropped,
                 "lcqmc_dev_split": {"seed": args.seed, "held_out": args.lcqmc_held_out,
                                     "method": "random.Random(seed).shuffle of row indices; first held_out rows held out"},
+                **({"afqmc_train_split": {"seed": args.seed, "held_out": args.afqmc_held_out,
+                                          "method": "as lcqmc_dev_split, over afqmc/train.tsv"}}
+                   if args.afqmc_held_out else {}),
                 "lcqmc_repeat": args.lcqmc_repeat,
                 **({"open_domain": {"repeat": args.open_domain_repeat,
                                     "method": "data.read_open_domain (STS 4-5 -> 1, 0-2 -> 0; NLI probing synonym "
@@ -389,7 +400,8 @@ def main(argv=None) -> int:
                    if args.open_domain else {}),
                 "max_train_pairs": args.max_train_pairs,
                 "hard_negatives": generated,
-                "selection_splits": ["lcqmc/dev.tsv held-out part", "bq_corpus/dev.tsv"],
+                "selection_splits": ["lcqmc/dev.tsv held-out part", "bq_corpus/dev.tsv",
+                                     *(["afqmc/train.tsv held-out part"] if args.afqmc_held_out else [])],
                 "sources": {**SOURCES, **({"ocnli": OCNLI_SOURCE} if args.ocnli else {}),
                             **(OPEN_DOMAIN_SOURCES if args.open_domain else {})},
                 "vocab": {"chars": len(vocab.char_list), "words": len(vocab.word_list), "min_char": args.min_char,

@@ -125,19 +125,30 @@ class TextClassificationTask(TextTask):
         self.ensemble = Ensemble(model, ClassifierNetwork, members=bool_option("ensemble", ensemble), routes=True)
         self.networks = self.ensemble.networks
         own = self.networks[0]
-        # Per network, the columns of its output that are the package's labels, in the package's order:
-        # a member may know more labels (sentiment's three-label model beside two-label encoders), and
-        # its probabilities of the package's labels, renormalised, are what it says among them.
+        # Per network, the column of its output for each of the package's labels, in the package's
+        # order (None: a label it does not know).  A member may know more labels (sentiment's
+        # three-label model beside two-label encoders): its probabilities of the package's labels,
+        # renormalised, are what it says among them.  Or fewer (two-label networks beside the
+        # three-label one in neutral=True): the mix takes the labels it lacks from the others
+        # (taskflow/ensemble.py).
         self.columns = [list(range(len(own.labels)))]
         for member in self.networks[1:]:
-            if not set(own.labels) <= set(member.labels):
+            if len(set(own.labels) & set(member.labels)) < 2:
                 raise ManifestError(f"model {model.name!r}: its ensemble member {member.model.name!r} has the labels "
-                                    f"{member.labels}, not all of {own.labels}; an ensemble mixes the package's labels")
-            self.columns.append([member.labels.index(label) for label in own.labels])
+                                    f"{member.labels}, fewer than two of the package's {own.labels}; an ensemble "
+                                    "mixes the package's labels")
+            self.columns.append([member.labels.index(label) if label in member.labels else None
+                                 for label in own.labels])
             if member.max_length < self.max_length:
                 raise ManifestError(f"model {model.name!r}: its ensemble member {member.model.name!r} reads "
                                     f"{member.max_length} chars, fewer than the package's {self.max_length}-char "
                                     "chunks; lower the package's max_length")
+        knows_all = [None not in columns for columns in self.columns]
+        for k, route in enumerate(self.ensemble.routes):
+            if not any(w > 0 and full for w, full in zip(route.weights, knows_all)):
+                raise ManifestError(f"model {model.name!r}: ensemble_routes entry {k} weighs only networks that lack "
+                                    f"some of the labels {own.labels}; weigh one that knows them all (the package's "
+                                    "own) above 0 on every route")
         # The package's own network's, as every task exposes them.
         self.labels, self.vocab, self.normalize, self.framed = own.labels, own.vocab, own.normalize, own.framed
 
@@ -192,12 +203,17 @@ class TextClassificationTask(TextTask):
         return {**features, "reads": reads, "outputs": outputs[:-1], "round": 2} if reads else None
 
     def _package_labels(self, k: int, probs: np.ndarray) -> np.ndarray:
-        """Network k's probabilities of the package's labels, in the package's order."""
+        """Network k's probabilities of the package's labels, in the package's order (NaN on a label
+        it does not know)."""
         probs = np.asarray(probs, dtype=np.float64)
         columns = self.columns[k]
-        if columns != list(range(probs.shape[1])):
-            probs = probs[:, columns] / probs[:, columns].sum(axis=1, keepdims=True)
-        return probs
+        if columns == list(range(probs.shape[1])):
+            return probs
+        known = [c for c in columns if c is not None]
+        out = np.full((len(probs), len(columns)), np.nan)
+        out[:, [j for j, c in enumerate(columns) if c is not None]] = probs[:, known] / probs[:, known].sum(
+            axis=1, keepdims=True)
+        return out
 
     def postprocess(self, outputs, units):
         """Per chunk, one row of the package's label probabilities per network (NaN where it did
@@ -238,7 +254,8 @@ class TextClassificationTask(TextTask):
         results = results[:, :len(self.networks)]      # the last row is the chunk's answer
         read = lengths[:, None] * ~np.isnan(results[..., 0])
         with np.errstate(invalid="ignore"):
-            return np.nansum(results * read[..., None], axis=0) / read.sum(axis=0)[:, None]
+            mean = np.nansum(results * read[..., None], axis=0) / read.sum(axis=0)[:, None]
+        return np.where(np.isnan(results).all(axis=0), np.nan, mean)     # NaN stays NaN: a label it lacks
 
     def probabilities(self, results, units) -> np.ndarray:
         """The text's label probabilities: its networks', mixed by the ensemble weights (routed: each
