@@ -168,7 +168,7 @@ README_MODES = Block("README.md", "modes", ("task, mode", "accuracy (in genre; o
       "**; polar posts and ChnSentiCorp test ", _sent_neutral_polar(_SENTIMENT_SMP, "difference", decimals=3), " and ",
       _sent_neutral_polar("chnsenticorp/test.tsv", "difference", decimals=3), " against the default"),
      ("TF-IDF + LR ", _sent_neutral3("TF-IDF + LR, same rows, three labels", "macro-F1", decimals=3)),
-     "not measured (the three-label network, the router and one of the fast networks)"),
+     "not measured (the fast network with three labels)"),
     ("lexical_analysis (no modes); ner, `fast`",
      ("MSRA dev seg F1 **", _lex_peers(_LEX_MODEL, "F1", decimals=3), "**, PER/LOC/ORG F1 **",
       _lex_peers(_LEX_MODEL, "PER/LOC/ORG F1", decimals=3), "**; six other genres entity F1 **",

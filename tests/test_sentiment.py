@@ -68,8 +68,7 @@ def test_accurate_mode_mixes_what_each_network_says_alone(accurate):
              "刚到家，累成狗，但是很值[哈哈]", "@小李 你猜"] + POSITIVE
     root = _bundled_root() / "sentiment_analysis"
     alone = [Taskflow("sentiment_analysis", mode="accurate", ensemble=False, offline=True, return_all_scores=True),
-             # neutral=True's own network (its package also mixes the fast networks' polarity in)
-             Taskflow("sentiment_analysis", neutral=True, ensemble=False, offline=True, return_all_scores=True),
+             Taskflow("sentiment_analysis", neutral=True, offline=True, return_all_scores=True),
              Taskflow("sentiment_analysis", ensemble=False, offline=True, return_all_scores=True),
              Taskflow("sentiment_analysis", task_path=root / "char_cnn_posts", offline=True, return_all_scores=True)]
     assert [flow.task.model.name for flow in alone] == ACCURATE_NETWORKS

@@ -12,11 +12,9 @@ manifest has a ``temperature`` T (fitted on dev by the recipe) reports
 softmax(log p / T) of those averaged probabilities: calibrated scores, the same
 labels.
 
-``neutral=True`` runs ``char_cnn_neutral``: a char CNN with a third label, ``"neutral"``, for text
-without an opinion (announcements, facts, questions, schedules), says how likely that label is,
-and the fast mode's routed networks (two labels) share the rest between negative and positive with
-it (taskflow/ensemble.py: a member that lacks a label); ``return_all_scores`` then gives three
-probabilities.  The default keeps the two labels.
+``neutral=True`` runs ``char_cnn_neutral``, a char CNN with a third label, ``"neutral"``, for text
+without an opinion (announcements, facts, questions, schedules); ``return_all_scores`` then gives
+three probabilities.  The default keeps the two labels.
 
 ``mode="accurate"`` runs ``encoder_ensemble``: the fast mode's router sends each text down a route
 (``ensemble_routes``, chosen on the dev splits of the reviews and the Weibo posts).  A review is
@@ -72,7 +70,7 @@ class SentimentAnalysisTask(TextClassificationTask):
     # accurate: routed like fast; the fine-tuned encoder reads the reviews the fast network is unsure of
     # (negation, contrast).
     modes = {"fast": "char_cnn", "accurate": "encoder_ensemble"}
-    # neutral=True: the three-label char CNN (also a member of the accurate mode) beside the fast networks.
+    # neutral=True runs the three-label char CNN (also the accurate mode's char CNN).
     option_models = {"neutral": "char_cnn_neutral"}
     label_colours = {"positive": "#bbf7d0", "negative": "#fecaca", "neutral": "#e5e7eb"}
     declared = {
