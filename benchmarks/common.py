@@ -38,6 +38,21 @@ def cpu() -> str:
     return f"{model} ({' '.join(found) or 'no AVX2'})"
 
 
+def cpu_kind(text: str | None = None) -> tuple[str, str]:
+    """A short key and a label for the kind of CPU :func:`cpu` describes (``text``: its output),
+    by vendor and the widest vector unit oneDNN and MKL pick kernels for: ``("intel_amx", "Intel,
+    AVX-512 and AMX")``, ``("amd_avx512", "AMD, AVX-512")``, ``("amd_avx2", "AMD, AVX2")``.  A
+    benchmark whose figures depend on those kernels keeps one section per kind."""
+    text = cpu() if text is None else text
+    model, _, flags = text.rpartition(" (")
+    flags = set(flags.rstrip(")").split())
+    vendor = ("intel", "Intel") if "intel" in model.lower() else ("amd", "AMD") if "amd" in model.lower() \
+        else ("cpu", "other CPU")
+    unit = (("amx", "AVX-512 and AMX") if "amx_bf16" in flags else ("avx512", "AVX-512") if "avx512f" in flags
+            else ("avx2", "AVX2") if "avx2" in flags else ("novec", "no AVX2"))
+    return f"{vendor[0]}_{unit[0]}", f"{vendor[1]}, {unit[1]}"
+
+
 def machine() -> str:
     import importlib.metadata as md
 

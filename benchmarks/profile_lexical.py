@@ -2,6 +2,9 @@
 
     OMP_NUM_THREADS=2 python benchmarks/profile_lexical.py --data ../shared/data     # writes RESULTS.md
 
+RESULTS.md keeps one section per kind of CPU (``common.cpu_kind``: vendor and widest vector unit),
+``lexical_profile_<kind>``: a run on another kind adds its own instead of replacing the last.
+
 One process (``--child``) runs the shipped model over the MSRA dev sentences (110k chars, one call,
 batch 64, as the speed benchmarks do) ``--calls`` times with ``Config.enable_profile()`` on its
 predictors; Paddle prints its profiling report when a predictor is freed, on the process's stdout,
@@ -27,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
-from common import load_note, machine, quiet_load, table, update_section  # noqa: E402
+from common import cpu_kind, load_note, machine, quiet_load, table, update_section  # noqa: E402
 
 MARK = "PROFILE_JSON "
 
@@ -136,7 +139,8 @@ def main() -> None:
             + table(["op", "calls", "total ms", "share"], rows))
     print(body)
     if not args.sentences:
-        update_section("lexical_profile", "## lexical_analysis: where a call's time goes\n\n" + body)
+        key, label = cpu_kind()    # one section per kind of CPU: oneDNN and MKL pick kernels by it
+        update_section(f"lexical_profile_{key}", f"## lexical_analysis: where a call's time goes ({label})\n\n" + body)
 
 
 if __name__ == "__main__":

@@ -39,3 +39,16 @@ def test_report_rows_are_summed_over_predictors(profile):
 
 def test_no_report_reads_as_no_rows(profile):
     assert profile.parse_report("W1202 some warning\nno profile here\n") == []
+
+
+@pytest.mark.parametrize("text, key", [
+    ("Intel(R) Xeon(R) Processor (avx2 fma avx512f avx512_vnni avx512_bf16 avx_vnni amx_bf16 amx_int8)", "intel_amx"),
+    ("AMD EPYC (avx2 fma avx512f avx512_vnni avx512_bf16)", "amd_avx512"),
+    ("AMD EPYC 7B13 (avx2 fma)", "amd_avx2"),
+    ("Intel(R) Core(TM) i5 (no AVX2)", "intel_novec"),
+])
+def test_each_kind_of_cpu_has_its_own_profile_section(benchmark_script, text, key):
+    """oneDNN and MKL pick kernels by vendor and vector unit: a run on another kind of CPU adds a
+    section instead of replacing the last one's figures."""
+    common = benchmark_script("common")
+    assert common.cpu_kind(text)[0] == key
