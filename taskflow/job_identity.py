@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from .predictor import precision_in_effect
 from .readers import InputFile
 
 __all__ = ["job_identity", "endpoint_identity", "served_model"]
@@ -47,7 +48,7 @@ def job_identity(task, spec, source: InputFile) -> dict:
 
 def _compute(options) -> dict:
     """How a model's numbers are computed (its ``PredictorOptions``), as an identity pins it."""
-    return {"device": str(options.device), "precision": _pinned(options.precision),
+    return {"device": str(options.device), "precision": precision_in_effect(options),
             "static": options.static, "tensorrt": options.tensorrt}
 
 

@@ -36,7 +36,7 @@ from .errors import ChecksumError, ManifestError
 from .files import home_dir
 from .manifest import MANIFEST, Manifest, ModelPackage, inside
 from .packages import cache_dir, cache_link_problem, resolve
-from .predictor import InputSpec, Predictor, PredictorOptions, check_device
+from .predictor import InputSpec, Predictor, PredictorOptions, check_device, network_options
 from .text import Normalizer, t2s_table
 from .weights import load_weights
 
@@ -375,11 +375,15 @@ class Model:
     def predictor_options(self) -> PredictorOptions:
         """The caller's options, with oneDNN off where the manifest says ``"onednn": false``: a
         network of a few table lookups (a linear n-gram model) runs 3-4x faster on the CPU without
-        oneDNN's per-run set-up.  The manifest can turn it off, never on."""
-        onednn = self.manifest.get("onednn", True)
-        if not isinstance(onednn, bool):
-            raise ManifestError(f"model {self.name!r}: 'onednn' must be true or false, got {onednn!r:.40}")
-        return self.options if onednn else dataclasses.replace(self.options, onednn=False)
+        oneDNN's per-run set-up.  The manifest can turn it off, never on.  The precision settled
+        (:func:`taskflow.predictor.network_options`): ``auto`` runs the network in bf16 where the
+        manifest says ``"cpu_bf16": true`` and the CPU computes bf16 natively."""
+        onednn, cpu_bf16 = self.manifest.get("onednn", True), self.manifest.get("cpu_bf16", False)
+        for field, value in (("onednn", onednn), ("cpu_bf16", cpu_bf16)):
+            if not isinstance(value, bool):
+                raise ManifestError(f"model {self.name!r}: {field!r} must be true or false, got {value!r:.40}")
+        options = self.options if onednn else dataclasses.replace(self.options, onednn=False)
+        return network_options(options, cpu_bf16=cpu_bf16)
 
     def export_dir(self) -> Path:
         """Where the static export goes: beside the cached package for a model taskflow pins, and for

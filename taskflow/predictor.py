@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import threading
 import warnings
@@ -124,8 +125,40 @@ def _give_sigterm_back() -> None:
 
 
 class Precision(str, Enum):
+    """How a network's numbers are computed.  ``auto`` (the default): fp32, except a network whose
+    package was checked in bf16 against fp32 on its dev splits (manifest ``"cpu_bf16": true``),
+    which runs in bf16 on a CPU that computes bf16 natively (:func:`native_bf16`), static graph;
+    ``bf16``: every network that runs on oneDNN, on such a CPU; ``fp16``: GPU only."""
+    AUTO = "auto"
     FP32 = "fp32"
+    BF16 = "bf16"
     FP16 = "fp16"
+
+
+def cpu_has_bf16(cpuinfo: str) -> bool:
+    """Whether the CPU /proc/cpuinfo describes (``cpuinfo``: its text) computes bf16 natively,
+    AVX512-BF16 (Intel Cooper Lake on, AMD Zen 4 on) or AMX.  Without either, oneDNN emulates bf16
+    with fp32 instructions, slower than fp32 itself: taskflow never asks for it there.
+
+    >>> cpu_has_bf16("flags : fpu avx2 avx512f avx512_bf16")
+    True
+    >>> cpu_has_bf16("flags : fpu avx2 avx512f")
+    False
+    """
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "flags":        # the first processor's
+            return bool({"avx512_bf16", "amx_bf16"} & set(value.split()))
+    return False
+
+
+@functools.lru_cache(maxsize=None)
+def native_bf16() -> bool:
+    """:func:`cpu_has_bf16` for this machine (Linux; elsewhere False)."""
+    try:
+        return cpu_has_bf16(Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -176,7 +209,7 @@ class PredictorOptions:
     """
 
     device: Device = field(default_factory=Device)
-    precision: Precision = Precision.FP32
+    precision: Precision = Precision.AUTO
     num_threads: int | None = None
     onednn: bool = True
     gpu_memory_mb: int = 256
@@ -188,9 +221,17 @@ class PredictorOptions:
         try:
             object.__setattr__(self, "precision", Precision(self.precision))
         except ValueError:
-            raise DeviceError(f"precision must be one of 'fp32', 'fp16'; got {self.precision!r}", "precision") from None
+            raise DeviceError(f"precision must be one of {', '.join(repr(p.value) for p in Precision)}; "
+                              f"got {self.precision!r}", "precision") from None
         if self.device.kind == "cpu" and self.precision is Precision.FP16:
-            raise DeviceError("precision='fp16' needs device='gpu'; on CPU use precision='fp32'", "precision")
+            raise DeviceError("precision='fp16' needs device='gpu'; on CPU use precision='bf16' (a CPU with "
+                              "AVX512-BF16 or AMX) or 'fp32'", "precision")
+        if self.precision is Precision.BF16 and self.device.kind != "cpu":
+            raise DeviceError("precision='bf16' is for the CPU; on GPU use precision='fp16'", "precision")
+        if self.precision is Precision.BF16 and not native_bf16():
+            raise DeviceError("precision='bf16' needs a CPU that computes bf16 natively (AVX512-BF16 or AMX); "
+                              "this one has neither, and emulated bf16 is slower than fp32: use precision='auto' "
+                              "or 'fp32'", "precision")
         for name in ("static", "tensorrt", "onednn"):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}", name)
@@ -237,12 +278,39 @@ def inference_settings(options: PredictorOptions, inputs: Sequence[InputSpec], p
         # Paddle 3 turns oneDNN on by itself, so "off" has to be said explicitly.
         verb = "enable" if options.onednn else "disable"
         calls.append((f"{verb}_onednn" if paddle_major >= 3 else f"{verb}_mkldnn", (), {}))
+        if options.precision is Precision.BF16 and options.onednn:
+            # oneDNN's bf16 passes: matrix products, layer norms and softmax in bf16 (fp32 sums)
+            calls.append(("enable_onednn_bfloat16" if paddle_major >= 3 else "enable_mkldnn_bfloat16", (), {}))
     calls.append(("switch_ir_optim", (True,), {}))
     if paddle_major < 3:
         # Paddle 3.3's create_predictor fails on PIR (.json) programs with memory_optim on.
         calls.append(("enable_memory_optim", (), {}))
     calls.append(("disable_glog_info", (), {}))
     return calls
+
+
+def network_options(options: PredictorOptions, *, cpu_bf16: bool) -> PredictorOptions:
+    """The options one network runs with, its precision settled: ``auto`` is bf16 for a network
+    whose package says ``cpu_bf16`` (checked in bf16 on its dev splits) on a CPU that computes bf16
+    natively, in the static graph on oneDNN, and fp32 otherwise; ``bf16`` applies to the networks
+    that run on oneDNN (a package may turn it off: see ``Model.predictor_options``), fp32 to the rest."""
+    precision = options.precision
+    on_onednn = options.device.kind == "cpu" and options.static and options.onednn
+    if precision is Precision.AUTO:
+        precision = Precision.BF16 if cpu_bf16 and on_onednn and native_bf16() else Precision.FP32
+    elif precision is Precision.BF16 and not on_onednn:
+        precision = Precision.FP32
+    return options if precision is options.precision else dataclasses.replace(options, precision=precision)
+
+
+def precision_in_effect(options: PredictorOptions) -> str:
+    """``options.precision`` as it computes on this machine, for a job to pin: ``auto`` reads
+    ``auto/bf16`` where it runs the packages that allow it in bf16 and ``auto/fp32`` where it runs
+    everything in fp32, so a job started on one kind of CPU does not resume on the other."""
+    if options.precision is not Precision.AUTO:
+        return options.precision.value
+    bf16 = options.device.kind == "cpu" and options.static and options.onednn and native_bf16()
+    return "auto/bf16" if bf16 else "auto/fp32"
 
 
 def check_device(options: PredictorOptions) -> None:

@@ -41,6 +41,8 @@ FIELDS: dict[str, Field] = {
     "architecture": Field("object", "model", "the network: its registered type and hyper-parameters"),
     "normalization": Field("list", "model", "the text normalisation steps, in order (text.py)"),
     "onednn": Field("bool", "predictor", "False turns oneDNN off for a network it slows down"),
+    "cpu_bf16": Field("bool", "model", "true: checked in bf16 against fp32 on its dev splits; precision='auto' "
+                      "runs it in bf16 on a CPU with AVX512-BF16 or AMX"),
     "weights_storage": Field("object", "record", "how the weights file stores its tensors (float16, int8 tables)"),
     "framework": Field("object", "record", "the framework versions that wrote the package"),
     "engine": Field("str", "lexical_analysis", "a package without a network names its engine ('jieba')"),

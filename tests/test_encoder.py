@@ -82,6 +82,26 @@ def static_runs(packages):
     return {kind: _predictor(path) for kind, path in packages.items()}
 
 
+def test_an_encoder_package_that_allows_bf16_runs_in_it_under_auto_where_the_cpu_has_it(parity, tmp_path):
+    """``"cpu_bf16": true`` and the default precision: bf16 on a CPU that computes it natively
+    (scores within bf16's rounding of fp32's), and exactly fp32's numbers on any other CPU."""
+    from taskflow.predictor import Precision, native_bf16
+
+    package = _package(tmp_path / "bf16", parity, "transformer_encoder", cpu_bf16=True)
+    spec = [InputSpec("input_ids", "int64", (8, 24))]
+    auto = Model.load("encoder", None, task_path=package, options=PredictorOptions(num_threads=1)).predictor(spec)
+    fp32 = Model.load("encoder", None, task_path=package,
+                      options=PredictorOptions(num_threads=1, precision="fp32")).predictor(spec)
+    (got,), (want,) = auto.run({"input_ids": parity["input_ids"]}), fp32.run({"input_ids": parity["input_ids"]})
+    if native_bf16():
+        assert auto.options.precision is Precision.BF16 and fp32.options.precision is Precision.FP32
+        scale = np.abs(want).max()
+        assert np.abs(got - want).max() <= 0.05 * scale  # bf16 keeps 8 bits of mantissa; sums stay fp32
+    else:
+        assert auto.options.precision is Precision.FP32
+        np.testing.assert_array_equal(got, want)
+
+
 # ------------------------------------------------------------------ parity
 def test_the_encoder_reproduces_pytorch_through_the_static_program(parity, static_runs):
     (hidden,) = static_runs["transformer_encoder"].run({"input_ids": parity["input_ids"]})

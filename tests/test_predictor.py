@@ -257,7 +257,8 @@ def test_predictor_state_is_per_instance(tiny_sentiment, tmp_path):
     assert a.task.predictor.config.cpu_math_library_num_threads() == 1
     assert b.task.predictor.config.cpu_math_library_num_threads() == 2
     assert a.task.predictor is not b.task.predictor
-    assert a.task.options.precision is Precision.FP32
+    # "auto" by default; a package that does not say cpu_bf16 runs in fp32 on every CPU
+    assert a.task.options.precision is Precision.AUTO and a.task.predictor.options.precision is Precision.FP32
 
 
 def test_a_weight_registered_under_two_names_is_stored_once(tmp_path):
@@ -664,3 +665,64 @@ print(caught()[signal.SIGSEGV], caught()[signal.SIGTERM], signal.getsignal(signa
         pytest.skip("reads the caught signals from /proc")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.split()[-3:] == ["True", "False", "True"]
+
+
+# ------------------------------------------------------------------ bf16 on the CPU
+def test_cpu_bf16_turns_on_onednn_s_bf16_passes_with_a_call_config_takes(monkeypatch):
+    from paddle import inference
+
+    from taskflow import predictor
+    from taskflow.predictor import apply_settings
+
+    monkeypatch.setattr(predictor, "native_bf16", lambda: True)
+    calls = _calls(PredictorOptions(precision="bf16"))
+    name = "enable_onednn_bfloat16" if PADDLE_MAJOR >= 3 else "enable_mkldnn_bfloat16"
+    assert name in calls and calls[name] == ((), {})
+    apply_settings(inference.Config(), [(name, (), {})])      # a name Config has (no getter to read it back)
+    # oneDNN off: no bf16 pass asked for (it would have nothing to run on)
+    assert name not in _calls(PredictorOptions(precision="bf16", onednn=False))
+    assert name not in _calls(PredictorOptions()) and name not in _calls(PredictorOptions(precision="fp32"))
+
+
+def test_bf16_is_refused_where_it_would_be_emulated_or_on_a_gpu(monkeypatch):
+    from taskflow import predictor
+
+    monkeypatch.setattr(predictor, "native_bf16", lambda: False)
+    with pytest.raises(DeviceError, match="AVX512-BF16 or AMX.*precision='auto' or 'fp32'"):
+        PredictorOptions(precision="bf16")
+    monkeypatch.setattr(predictor, "native_bf16", lambda: True)
+    with pytest.raises(DeviceError, match="on GPU use precision='fp16'"):
+        PredictorOptions(device="gpu", precision="bf16")
+    with pytest.raises(DeviceError, match="precision must be one of 'auto', 'fp32', 'bf16', 'fp16'"):
+        PredictorOptions(precision="int8")
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["bf16-cpu", "other-cpu"])
+def test_auto_runs_in_bf16_only_the_packages_that_allow_it_on_a_cpu_that_has_it(monkeypatch, native):
+    from taskflow import predictor
+    from taskflow.predictor import Precision, network_options, precision_in_effect
+
+    monkeypatch.setattr(predictor, "native_bf16", lambda: native)
+    auto = PredictorOptions()
+    want = Precision.BF16 if native else Precision.FP32
+    assert network_options(auto, cpu_bf16=True).precision is want
+    assert network_options(auto, cpu_bf16=False).precision is Precision.FP32
+    # the dynamic graph, a network without oneDNN and the GPU compute in fp32 under "auto"
+    for other in (PredictorOptions(static=False), PredictorOptions(onednn=False), PredictorOptions(device="gpu")):
+        assert network_options(other, cpu_bf16=True).precision is Precision.FP32
+    assert network_options(PredictorOptions(precision="fp32"), cpu_bf16=True).precision is Precision.FP32
+    if native:   # "bf16" asked for: every network on oneDNN, whatever its package says
+        assert network_options(PredictorOptions(precision="bf16"), cpu_bf16=False).precision is Precision.BF16
+        assert network_options(PredictorOptions(precision="bf16", onednn=False), cpu_bf16=False).precision \
+            is Precision.FP32
+    # what a job pins: "auto" on one kind of CPU is not "auto" on the other
+    assert precision_in_effect(auto) == ("auto/bf16" if native else "auto/fp32")
+    assert precision_in_effect(PredictorOptions(precision="fp32")) == "fp32"
+
+
+def test_cpu_has_bf16_reads_the_first_processor_s_flags():
+    from taskflow.predictor import cpu_has_bf16
+
+    assert cpu_has_bf16("processor : 0\nflags : fpu avx2 amx_bf16 amx_tile\n\nprocessor : 1\nflags : fpu")
+    assert not cpu_has_bf16("processor : 0\nflags : fpu avx2 avx512f avx512_vnni\n")
+    assert not cpu_has_bf16("")
