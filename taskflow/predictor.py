@@ -513,7 +513,18 @@ class Predictor:
     def _create(config):
         from paddle import inference
 
-        return inference.create_predictor(config)
+        # Paddle 2.6's analysis passes print what they fuse ("squashed ... quantize with bfloat16") on
+        # the C++ stderr: held, as during an export, and shown only when creation fails or verbose().
+        native_log = _NativeStderr()
+        try:
+            with native_log:
+                return inference.create_predictor(config)
+        except Exception:
+            if native_log.text.strip():
+                import sys
+
+                sys.stderr.write(native_log.text[-2000:])
+            raise
 
     @contextlib.contextmanager
     def _checked_out(self, small: bool):
