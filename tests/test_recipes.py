@@ -359,8 +359,12 @@ def test_text_similarity_recipe_adds_generated_pairs(tmp_path):
     held = train("text_similarity", "--data-dir", str(data), "--out", str(tmp_path / "held"), "--arch", "siamese",
                  "--char-dim", "8", "--word-dim", "4", "--hidden", "6", "--enc-layers", "1", "--min-char", "1",
                  "--min-word", "1", "--lcqmc-held-out", "4", "--afqmc-held-out", "5", "--epochs", "1",
-                 "--batch-size", "8", "--warmup", "2", "--evals", "1")
+                 "--batch-size", "8", "--warmup", "2", "--evals", "1", "--afqmc-repeat", "3")
     assert held["training"]["train_pairs"]["afqmc_train"] == len(SAME) + len(DIFFERENT) - 5
+    # --afqmc-repeat 3: AFQMC's part seen three times an epoch, LCQMC's (the default) three times
+    pairs = held["training"]["train_pairs"]
+    assert held["training"]["pairs_per_epoch"] == pairs["bq_train"] + 3 * pairs["afqmc_train"] + 3 * pairs[
+        "lcqmc_dev_train_part"]
     assert manifest["training"]["train_pairs"]["afqmc_train"] == len(SAME) + len(DIFFERENT)
     assert set(held["metrics"]["selection"]) == {"lcqmc_dev_held_out", "bq_dev", "afqmc_train_held_out"}
     rebuilt = selection_splits(data, held["training"])["afqmc_train_held_out"]

@@ -116,6 +116,9 @@ def parse_args(argv):
     parser.add_argument("--afqmc-held-out", type=int, default=0,
                         help="AFQMC train pairs kept out of training as a third selection split (default: none)")
     parser.add_argument("--lcqmc-repeat", type=int, default=3, help="times the LCQMC part is seen per epoch")
+    parser.add_argument("--afqmc-repeat", type=int, default=1,
+                        help="times AFQMC train is seen per epoch (its close negatives, questions about one "
+                             "payment product that differ in a word, are the pairs other sources least teach)")
     parser.add_argument("--max-train-pairs", type=int, help="train on a random subset of this size")
     parser.add_argument("--hard-negatives", type=int, default=0, metavar="N",
                         help="add N pairs generated from the training texts (augment.py: half hard negatives, half "
@@ -156,6 +159,8 @@ def parse_args(argv):
         parser.error("--framed-questions N feeds the pairs --hard-negatives generates: give both")
     if args.hard_negatives < 0:
         parser.error("--hard-negatives N takes N >= 0")
+    if args.afqmc_repeat < 1 or args.lcqmc_repeat < 1:
+        parser.error("--afqmc-repeat and --lcqmc-repeat count times a part is seen per epoch: 1 or more")
     if args.kinds:
         if not args.hard_negatives:
             parser.error("--kinds names what --hard-negatives generates: give both")
@@ -341,10 +346,10 @@ def main(argv=None) -> int:
     train_pairs = [p for pairs in parts.values() for p in pairs]
     train = Encoded(train_pairs, vocab, cache)
     epoch_index = list(range(len(train_pairs)))
-    repeats = {"lcqmc_dev_train_part": args.lcqmc_repeat,
+    repeats = {"lcqmc_dev_train_part": args.lcqmc_repeat, "afqmc_train": args.afqmc_repeat,
                **({name: args.open_domain_repeat for name in OPEN_DOMAIN_FILES} if args.open_domain else {})}
     start = 0
-    for name, pairs in parts.items():     # the open-domain parts are seen more than once an epoch
+    for name, pairs in parts.items():     # LCQMC, AFQMC and the open-domain parts may be seen more than once an epoch
         epoch_index += list(range(start, start + len(pairs))) * (repeats.get(name, 1) - 1)
         start += len(pairs)
     selection_data = {k: Encoded(v, vocab, cache) for k, v in selection.items()}
@@ -387,6 +392,7 @@ def main(argv=None) -> int:
                                 **({"ocnli_contradictions": OCNLI_TRAIN} if args.ocnli else {}),
                                 **(dict(OPEN_DOMAIN_FILES) if args.open_domain else {})},
                 "train_pairs": {k: len(v) for k, v in parts.items()},
+                "pairs_per_epoch": len(epoch_index),
                 "dropped_overlap_with_eval": dropped,
                 "lcqmc_dev_split": {"seed": args.seed, "held_out": args.lcqmc_held_out,
                                     "method": "random.Random(seed).shuffle of row indices; first held_out rows held out"},
@@ -394,6 +400,7 @@ def main(argv=None) -> int:
                                           "method": "as lcqmc_dev_split, over afqmc/train.tsv"}}
                    if args.afqmc_held_out else {}),
                 "lcqmc_repeat": args.lcqmc_repeat,
+                **({"afqmc_repeat": args.afqmc_repeat} if args.afqmc_repeat != 1 else {}),
                 **({"open_domain": {"repeat": args.open_domain_repeat,
                                     "method": "data.read_open_domain (STS 4-5 -> 1, 0-2 -> 0; NLI probing synonym "
                                               "substitutions -> 1, contradictions -> 0)"}}
