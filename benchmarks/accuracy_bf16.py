@@ -31,11 +31,6 @@ SENTIMENT_DEV = [("ChnSentiCorp dev", "chnsenticorp/dev.tsv"),
 PRECISIONS = ("fp32", "auto")
 
 
-def flows(make) -> dict:
-    """A flow per precision: ``make(precision)``."""
-    return {p: make(p) for p in PRECISIONS}
-
-
 def passes(flows: dict, inputs: list, rounds: int) -> dict:
     """``{precision: (outputs, seconds of its fastest pass)}``: a warm-up call each, then
     ``rounds`` passes over ``inputs`` alternating between the precisions."""
@@ -83,7 +78,8 @@ def main() -> None:
     data = Path(args.data)
     load = quiet_load()
     rows, seconds, texts_all = [], {p: 0.0 for p in PRECISIONS}, 0
-    sentiment_flows = flows(lambda p: Taskflow("sentiment_analysis", mode="accurate", precision=p, offline=True))
+    sentiment_flows = {p: Taskflow("sentiment_analysis", mode="accurate", precision=p, offline=True)
+                       for p in PRECISIONS}
     for label, rel in SENTIMENT_DEV:
         texts, labels = read_split(data / "sentiment", rel)
         texts, labels = texts[: args.limit], labels[: args.limit]
@@ -101,7 +97,7 @@ def main() -> None:
 
     squad = read_squad(data / "mrc" / "cmrc2018" / "dev.json")[: args.limit]
     questions = [{"context": r["context"], "question": r["question"]} for r in squad]
-    mrc_flows = flows(lambda p: Taskflow("reading_comprehension", mode="accurate", precision=p, offline=True))
+    mrc_flows = {p: Taskflow("reading_comprehension", mode="accurate", precision=p, offline=True) for p in PRECISIONS}
     made = passes(mrc_flows, questions, args.rounds)
     references = [r["answers"] for r in squad]
     scores = {p: evaluate(references, [o["answer"] for o in made[p][0]]) for p in PRECISIONS}

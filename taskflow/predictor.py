@@ -64,13 +64,18 @@ def mkl_cpu_type(cpuinfo: str, environ: Mapping[str, str]) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=None)
+def _cpuinfo() -> str:
+    """The text of /proc/cpuinfo (Linux; elsewhere empty)."""
+    try:
+        return Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
 def _prefer_mkl_avx2() -> None:
     """Set ``MKL_DEBUG_CPU_TYPE`` as :func:`mkl_cpu_type` says (Linux; elsewhere nothing)."""
-    try:
-        cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return
-    value = mkl_cpu_type(cpuinfo, os.environ)
+    value = mkl_cpu_type(_cpuinfo(), os.environ)
     if value is not None:
         os.environ["MKL_DEBUG_CPU_TYPE"] = value
 
@@ -152,13 +157,9 @@ def cpu_has_bf16(cpuinfo: str) -> bool:
     return False
 
 
-@functools.lru_cache(maxsize=None)
 def native_bf16() -> bool:
     """:func:`cpu_has_bf16` for this machine (Linux; elsewhere False)."""
-    try:
-        return cpu_has_bf16(Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace"))
-    except OSError:
-        return False
+    return cpu_has_bf16(_cpuinfo())
 
 
 @dataclass(frozen=True)
@@ -309,8 +310,7 @@ def precision_in_effect(options: PredictorOptions) -> str:
     everything in fp32, so a job started on one kind of CPU does not resume on the other."""
     if options.precision is not Precision.AUTO:
         return options.precision.value
-    bf16 = options.device.kind == "cpu" and options.static and options.onednn and native_bf16()
-    return "auto/bf16" if bf16 else "auto/fp32"
+    return "auto/" + network_options(options, cpu_bf16=True).precision.value
 
 
 def check_device(options: PredictorOptions) -> None:

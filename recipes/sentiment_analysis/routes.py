@@ -57,7 +57,7 @@ def network_table(args, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         return cached["probs"], cached["genre"]
     both = ("negative", "positive")
     probs = [probabilities({"task_path": args.encoder, "ensemble": False}, texts, both)]
-    # The three-label network alone, as the accurate mode reads it (its package mixes in the fast networks).
+    # The three-label network alone, as the accurate mode reads it (ensemble=False: any members it may have left out).
     neutral = probabilities({"task_path": args.neutral, "neutral": True, "ensemble": False}, texts, both)
     probs.append(neutral / neutral.sum(axis=1, keepdims=True))
     probs.append(probabilities({"task_path": args.reviews, "ensemble": False}, texts, both))
