@@ -136,7 +136,7 @@ _LEX_LAC = "LAC(mode='lac') on paddlepaddle 2.6.2, 2 math threads"
 _LEX_JIEBA = "jieba.posseg.cut (HMM on)"
 _LEX_JIEBA_FAST = "taskflow word_segmentation, mode 'fast' (jieba)"
 _MRC_FAST = "`drqa_char` 1.1.1 + `drqa_word` 1.0.0 (their mean span probabilities) (through `Taskflow`, static graph)"
-_MRC_ACCURATE = ("`reader_ensemble` 1.2.0 + `drqa_word` 1.0.0 + `encoder_span` 1.1.0 (their span probabilities "
+_MRC_ACCURATE = ("`reader_ensemble` 1.2.0 + `drqa_word` 1.0.0 + `encoder_span` 1.1.1 (their span probabilities "
                  "averaged with weights 0.1 / 0.4 / 0.5) (through `Taskflow`, static graph)")
 _MRC_OVERLAP = "baseline: the best-overlap sentence itself"
 
@@ -415,7 +415,7 @@ READING_COMPREHENSION = (
     Block(_MRC, "accuracy", ("system", "F1", "EM"), tuple(
         (label, table(row, "F1"), table(row, "EM")) for label, table, row in (
             ('`mode="accurate"`', _mrc_acc, _MRC_ACCURATE),
-            ("`encoder_span` 1.1.0 alone", _mrc_acc, "`encoder_span` 1.1.0 alone (answers 15.9 chars)"),
+            ("`encoder_span` 1.1.1 alone", _mrc_acc, "`encoder_span` 1.1.1 alone (answers 15.9 chars)"),
             ("fast (default)", _mrc_fast, _MRC_FAST),
             ("fast, `ensemble=False` (one reader)", _mrc_fast, "`drqa_char` 1.1.1 alone (answers 11.9 chars)"),
             ("baseline: the sentence with the most question chars", _mrc_fast, _MRC_OVERLAP)))),
