@@ -154,8 +154,8 @@ README_MODES = Block("README.md", "modes", ("task, mode", "accuracy (in genre; o
      ("ChnSentiCorp test **", _sent_acc("ChnSentiCorp test", "accurate", decimals=3, bold=False),
       "**; Weibo posts (SMP2020 polar test) **", _sent_acc(_SENTIMENT_SMP, "accurate", decimals=3, bold=False),
       "** (fast ", _sent_acc(_SENTIMENT_SMP, "fast (default)", decimals=3, bold=False), "); negation cases ",
-      _sent_robust("negation", "taskflow encoder_ensemble 1.3.0", decimals=2, bold=False), ", contrast ",
-      _sent_robust("contrast", "taskflow encoder_ensemble 1.3.0", decimals=2, bold=False), " (fast ",
+      _sent_robust("negation", "taskflow encoder_ensemble 1.3.1", decimals=2, bold=False), ", contrast ",
+      _sent_robust("contrast", "taskflow encoder_ensemble 1.3.1", decimals=2, bold=False), " (fast ",
       _sent_robust("negation", "taskflow char_cnn 1.3.0", decimals=2, bold=False), ", ",
       _sent_robust("contrast", "taskflow char_cnn 1.3.0", decimals=2, bold=False), "); ten other genres ",
       _sent_genre("all", "accurate", decimals=3, bold=False)),
@@ -221,7 +221,7 @@ README_MODES = Block("README.md", "modes", ("task, mode", "accuracy (in genre; o
 _SENTA = "tasks/sentiment_analysis/README.md"
 _sent_lexicon = table_of("sentiment_lexicon_check")
 _sent_neutral_check = table_of("sentiment_neutral_check")
-_ROBUST_MODELS = ("taskflow char_cnn 1.3.0", "taskflow encoder_ensemble 1.3.0", "TF-IDF + LR")
+_ROBUST_MODELS = ("taskflow char_cnn 1.3.0", "taskflow encoder_ensemble 1.3.1", "TF-IDF + LR")
 _INVARIANCES = ("punctuation", "whitespace", "digits", "emoji", "year", "price")
 
 
