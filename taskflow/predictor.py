@@ -192,11 +192,18 @@ class Device:
 
 @dataclass(frozen=True)
 class InputSpec:
-    """One network input: its feed name, dtype, and the largest shape TensorRT should plan for."""
+    """One network input: its feed name, dtype, and the largest shape TensorRT should plan for.
+
+    ``pad_id``: for the ``[rows, length]`` input of a network whose outputs are one per row (a
+    classifier's), the id that pads a row at its end without changing them (an encoder's 0, which
+    its attention masks); None where padding would change them, or the outputs follow the positions.
+    A bf16 network whose one input has it runs small batches padded to a few shapes
+    (:class:`Predictor`)."""
 
     name: str
     dtype: str = "int64"
     max_shape: tuple[int, ...] = (64, 512)
+    pad_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -330,7 +337,10 @@ def build_config(model_file: Path, params_file: Path, options: PredictorOptions,
 
     paddle = import_paddle()
     config = inference.Config(str(model_file), str(params_file))
-    apply_settings(config, inference_settings(options, inputs, _paddle_major(paddle)))
+    # Config logs some calls as they are made ("Hardware support for BFLOAT16 is enabled" for the
+    # bf16 pass) on the C++ stderr, whatever disable_glog_info says: held, so a run prints its results alone.
+    with _NativeStderr():
+        apply_settings(config, inference_settings(options, inputs, _paddle_major(paddle)))
     return config
 
 
@@ -426,6 +436,26 @@ class _NativeStderr:
 # up to 4 rows for the sentiment char CNN and the encoder and oneDNN from 8 (1.4x at 16), but with 4
 # a single review cut into more chunks still grew memory; 16 keeps one-text calls flat.
 SMALL_BATCH = 16
+
+
+def bucket_shape(rows: int, length: int, max_length: int) -> tuple[int, int]:
+    """The ``(rows, length)`` a small batch of a bf16 network is padded up to: rows to 2, 4, 8, 12
+    or 16, the length to a multiple of 16 (32 past 128, 64 past 256), never past ``max_length``.
+
+    oneDNN builds and keeps kernels for every input shape it meets, so batches of every size and
+    length grew memory with each call; these give a network at most 5 x 16 small-batch shapes, and
+    waste at most a quarter of the rows past 4 and 15 positions of a short row.
+
+    >>> bucket_shape(3, 40, 258), bucket_shape(9, 130, 258), bucket_shape(2, 250, 258)
+    ((4, 48), (12, 160), (2, 256))
+    >>> bucket_shape(16, 257, 258)
+    (16, 258)
+    """
+    rows = 2 if rows <= 2 else 4 if rows <= 4 else -(-rows // 4) * 4
+    step = 16 if length <= 128 else 32 if length <= 256 else 64
+    return rows, min(max(length, max_length), -(-length // step) * step)
+
+
 # Idle Paddle predictors a Predictor keeps for the next calls (per batch kind); one more call at
 # once than that makes a clone that is dropped after.
 MAX_IDLE = 8
@@ -449,7 +479,11 @@ class Predictor:
     without oneDNN; each of the two is made at the first call that needs it. oneDNN builds kernels
     for every new input shape and keeps them, so one-text calls (each of its own length) grew memory
     with every call and ran slower than plain kernels, while batches of eight rows and more gain
-    from it (figures in recipes/sentiment_analysis/NOTES.md).
+    from it (figures in recipes/sentiment_analysis/NOTES.md).  A network in bf16 whose one input
+    declares its ``pad_id`` (the encoders) keeps only one-row batches off oneDNN: the plain kernels
+    have no bf16, and oneDNN's bf16 ran 2-16 rows 1.6-4.3x faster than them; such a batch is padded
+    up to one of a few shapes (:func:`bucket_shape`) so the kernels it keeps stay few, and its
+    outputs are cut back to the batch's rows.
     """
 
     def __init__(
@@ -474,6 +508,12 @@ class Predictor:
                                 if self.options.static and self.options.device.kind == "cpu" and self.options.onednn
                                 else None)
         self._roots: dict[bool, object] = {}     # small batch? -> the first predictor, which others clone
+        # Batches of at most this many rows run on the plain kernels; 2-16-row batches of a bf16
+        # network that can be padded run on oneDNN, padded to a bucket's shape.
+        self._bucketed = (self._single_options is not None and self.options.precision is Precision.BF16
+                          and len(self.inputs) == 1 and self.inputs[0].pad_id is not None
+                          and len(self.inputs[0].max_shape) == 2)
+        self._plain_rows = 1 if self._bucketed else SMALL_BATCH
         if self.options.static:
             self.model_file, self.params_file = cached_export(
                 Path(export_dir), weights_key, _ir_format(self._paddle), self._built_from, self._write_static)
@@ -528,9 +568,9 @@ class Predictor:
 
     @contextlib.contextmanager
     def _checked_out(self, small: bool):
-        """An idle predictor for batches of at most SMALL_BATCH rows (``small``) or for the others,
-        with its input handles (in ``self.inputs``' order) and output handles, held for one run: a
-        handle stays bound to its tensor, so each is asked for once, not at every run."""
+        """An idle predictor for the small batches that run on the plain kernels (``small``) or for
+        the others, with its input handles (in ``self.inputs``' order) and output handles, held for
+        one run: a handle stays bound to its tensor, so each is asked for once, not at every run."""
         single = small and self._single_options is not None
         with self._lock:
             idle = self._idle[single]
@@ -565,13 +605,21 @@ class Predictor:
         if not self.options.static:
             return self._run_dynamic(feeds)
         rows = max((np.shape(feeds[spec.name])[0] for spec in self.inputs if np.ndim(feeds[spec.name])), default=1)
-        with self._checked_out(small=rows <= SMALL_BATCH) as (predictor, inputs, outputs):
-            for spec, handle in zip(self.inputs, inputs):
-                array = np.ascontiguousarray(feeds[spec.name], dtype=spec.dtype)
+        arrays = [np.ascontiguousarray(feeds[spec.name], dtype=spec.dtype) for spec in self.inputs]
+        padded = self._bucketed and self._plain_rows < rows <= SMALL_BATCH and arrays[0].ndim == 2
+        if padded:
+            (spec,), (array,) = self.inputs, arrays
+            length = array.shape[1]
+            arrays = [np.full(bucket_shape(rows, length, spec.max_shape[1]), spec.pad_id, dtype=array.dtype)]
+            arrays[0][:rows, :length] = array
+            arrays[0][rows:, :length] = array[-1]  # extra rows repeat the last: an all-padding row attends to nothing
+        with self._checked_out(small=rows <= self._plain_rows) as (predictor, inputs, outputs):
+            for array, handle in zip(arrays, inputs):
                 handle.reshape(array.shape)
                 handle.copy_from_cpu(array)
             predictor.run()
-            return [handle.copy_to_cpu() for handle in outputs]
+            results = [handle.copy_to_cpu() for handle in outputs]
+        return [np.ascontiguousarray(out[:rows]) for out in results] if padded else results
 
     def _run_dynamic(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         paddle = self._paddle

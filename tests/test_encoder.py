@@ -102,6 +102,37 @@ def test_an_encoder_package_that_allows_bf16_runs_in_it_under_auto_where_the_cpu
         np.testing.assert_array_equal(got, want)
 
 
+def test_small_batches_of_a_bf16_classifier_run_on_onednn_padded_to_a_few_shapes(parity, tmp_path, monkeypatch):
+    """A classifier in bf16 whose input declares its pad_id: a batch of 2-16 rows runs on oneDNN
+    (bf16) padded to a bucket's shape, its outputs cut back to its rows and within bf16's rounding
+    of fp32's, the same whichever batch a row comes in; one row runs on the plain kernels."""
+    from taskflow import predictor as predictor_module
+    from taskflow.predictor import Precision, bucket_shape
+
+    # Where the CPU lacks bf16, oneDNN emulates it: slower, but the same path and the same answers.
+    monkeypatch.setattr(predictor_module, "native_bf16", lambda: True)
+    package = _package(tmp_path / "bf16", parity, "transformer_classifier", cpu_bf16=True)
+    spec = [InputSpec("input_ids", "int64", (8, 24), pad_id=0)]
+    bf16 = Model.load("encoder", None, task_path=package, options=PredictorOptions(num_threads=1)).predictor(spec)
+    fp32 = Model.load("encoder", None, task_path=package,
+                      options=PredictorOptions(num_threads=1, precision="fp32")).predictor(spec)
+    assert bf16.options.precision is Precision.BF16
+    ids = parity["input_ids"]                          # 4 rows of different lengths, 0-padded
+    (want,) = fp32.run({"input_ids": ids})
+    (three,) = bf16.run({"input_ids": ids[:3]})        # padded to 4 rows and 24 positions (the spec's longest)
+    assert three.shape == (3, want.shape[1]) and list(bf16._roots) == [False]
+    np.testing.assert_allclose(three, want[:3], atol=0.02)
+    (two,) = bf16.run({"input_ids": ids[1:3, :20]})    # other rows beside them, another length
+    np.testing.assert_allclose(two, three[1:3], atol=0.02)
+    (one,) = bf16.run({"input_ids": ids[:1]})          # one row: the plain kernels, in fp32
+    assert sorted(bf16._roots) == [False, True]
+    np.testing.assert_allclose(one, want[:1], atol=1e-5)
+    # Every 2-16-row batch up to 258 positions lands on one of at most 80 shapes that holds it.
+    shapes = {(r, n): bucket_shape(r, n, 258) for r in range(2, 17) for n in range(1, 259)}
+    assert all(r <= br and n <= bn <= 258 for (r, n), (br, bn) in shapes.items())
+    assert len(set(shapes.values())) <= 80
+
+
 # ------------------------------------------------------------------ parity
 def test_the_encoder_reproduces_pytorch_through_the_static_program(parity, static_runs):
     (hidden,) = static_runs["transformer_encoder"].run({"input_ids": parity["input_ids"]})

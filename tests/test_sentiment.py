@@ -56,21 +56,26 @@ def test_accurate_mode_on_clear_sentences_and_contrasts(accurate):
     assert task.temperature is not None and task.labels == ["negative", "positive"]
 
 
-def test_accurate_mode_mixes_what_each_network_says_alone(accurate):
+def test_accurate_mode_mixes_what_each_network_says_alone():
     """Short texts (one chunk each): the accurate score is temper(the route's mix of its networks'
     probabilities of negative and positive), each network run alone; where the route's first network
-    is sure, its own probabilities alone.  The texts cover both routes and both cascade outcomes."""
+    is sure, its own probabilities alone.  The texts cover both routes and both cascade outcomes.
+    In fp32: in bf16 (the default's encoder on some CPUs) a row's last digits depend on how many
+    rows its batch has, and here the mix reads fewer of them than the network alone."""
     from taskflow.ensemble import mix
     from taskflow.tasks.sentiment_analysis import temper
+
+    accurate = Taskflow("sentiment_analysis", mode="accurate", offline=True, return_all_scores=True, precision="fp32")
 
     texts = ["服务态度不是很好", "这家店yyds", "房间不大，但是很干净", "看哭了[泪] //@小明:心疼", "菜还行吧，就是有点咸",
              "这个价格还能要求什么呢", "今天天气真好[太阳]", "唉，又加班到十点[衰]", "@小红 这也太离谱了吧",
              "刚到家，累成狗，但是很值[哈哈]", "@小李 你猜"] + POSITIVE
     root = _bundled_root() / "sentiment_analysis"
-    alone = [Taskflow("sentiment_analysis", mode="accurate", ensemble=False, offline=True, return_all_scores=True),
-             Taskflow("sentiment_analysis", neutral=True, offline=True, return_all_scores=True),
-             Taskflow("sentiment_analysis", ensemble=False, offline=True, return_all_scores=True),
-             Taskflow("sentiment_analysis", task_path=root / "char_cnn_posts", offline=True, return_all_scores=True)]
+    fixed = dict(offline=True, return_all_scores=True, precision="fp32")
+    alone = [Taskflow("sentiment_analysis", mode="accurate", ensemble=False, **fixed),
+             Taskflow("sentiment_analysis", neutral=True, **fixed),
+             Taskflow("sentiment_analysis", ensemble=False, **fixed),
+             Taskflow("sentiment_analysis", task_path=root / "char_cnn_posts", **fixed)]
     assert [flow.task.model.name for flow in alone] == ACCURATE_NETWORKS
     for flow in alone:
         flow.task.temperature = None

@@ -92,7 +92,7 @@ class PairNetwork:
 
     def input_specs(self, batch_size: int) -> list[InputSpec]:
         if self.cross_encoder:   # both orders of each pair: twice the rows
-            return [InputSpec("input_ids", "int64", (2 * batch_size, 2 * self.max_length + 3))]
+            return [InputSpec("input_ids", "int64", (2 * batch_size, 2 * self.max_length + 3), pad_id=0)]
         shape = (batch_size, self.max_length)
         return [InputSpec(name, "int64", shape) for name in ("text1_chars", "text1_words", "text2_chars", "text2_words")]
 
