@@ -726,3 +726,45 @@ def test_cpu_has_bf16_reads_the_first_processor_s_flags():
     assert cpu_has_bf16("processor : 0\nflags : fpu avx2 amx_bf16 amx_tile\n\nprocessor : 1\nflags : fpu")
     assert not cpu_has_bf16("processor : 0\nflags : fpu avx2 avx512f avx512_vnni\n")
     assert not cpu_has_bf16("")
+
+
+def test_a_thread_with_an_ended_threads_id_has_its_runs_made_on_a_lasting_thread():
+    """The first thread under an id runs its own batches; one that gets the id after it ended hands
+    them to a thread that lasts (taskflow-paddle), and what they return or raise comes back to it."""
+    import threading
+
+    from taskflow.predictor import _LastingThreads
+
+    threads = _LastingThreads()
+    ran_on, idents, errors = [], [], []
+
+    def work():
+        ran_on.append(threading.current_thread())
+        return len(ran_on)
+
+    def boom():
+        raise ValueError("from the run")
+
+    def caller():
+        assert threads.run(work) == len(ran_on)
+        try:
+            threads.run(boom)
+        except ValueError as exc:
+            errors.append(str(exc))
+
+    callers = []
+    for _ in range(4):
+        callers.append(threading.Thread(target=caller))
+        callers[-1].start()
+        callers[-1].join(20)
+        idents.append(callers[-1].ident)
+    if len(set(idents)) == len(idents):
+        pytest.skip("this OS gave every new thread an id of its own")
+    assert errors == ["from the run"] * 4
+    first = {}
+    for caller_thread, ident, ran in zip(callers, idents, ran_on):
+        owner = first.setdefault(ident, caller_thread)
+        if owner is caller_thread:
+            assert ran is caller_thread           # its own id: it ran the batch itself
+        else:
+            assert ran.name == "taskflow-paddle" and ran.is_alive() and ran.ident not in idents
