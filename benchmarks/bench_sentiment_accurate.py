@@ -17,18 +17,13 @@ RESULTS.md keeps one section per kind of CPU (``common.cpu_kind``).
 from __future__ import annotations
 
 import argparse
-import json
-import random
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import cpu_kind, load_note, machine, quiet_load, read_labelled_tsv, table, update_section  # noqa: E402
-
-DEV = ["chnsenticorp/dev.tsv", "online_shopping_10_cats/dev.tsv", "waimai_10k/dev.tsv",
-       "smp2020_ewect/usual/dev.tsv", "smp2020_ewect/virus/dev.tsv"]
+from bench_padding import soak  # noqa: E402
 
 
 def predictors(flow) -> list:
@@ -54,40 +49,6 @@ def rate(flow, texts: list[str], batch: int, seconds: float) -> float:
             flow(texts[i:i + batch])
         done += len(texts)
     return done / (time.perf_counter() - start)
-
-
-SOAK = """
-import csv, json, random, sys
-sys.path.insert(0, sys.argv[1])
-from bench_sentiment import rss_mb
-from bench_sentiment_accurate import small_batches_plain
-from taskflow import Taskflow
-texts = []
-for path in json.loads(sys.argv[2]):     # the reviews' column is text, the posts' text_a
-    with open(path, encoding="utf-8", newline="") as handle:
-        texts += [r.get("text") or r["text_a"] for r in csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)]
-calls, marks = int(sys.argv[3]), json.loads(sys.argv[4])
-flow, rng, out = Taskflow("sentiment_analysis", mode="accurate"), random.Random(0), []
-small_batches_plain(flow, sys.argv[5] == "plain")
-for call in range(1, calls + 1):
-    flow(rng.sample(texts, rng.randint(1, 32)))
-    if call in marks:
-        out.append([call, rss_mb()])
-print(json.dumps([out, rss_mb("VmHWM")]))
-"""
-
-
-def soak(data: Path, calls: int, rule: str) -> tuple[list, float]:
-    """``([[calls, RSS MB], ...], peak MB)`` of a fresh process whose small batches follow ``rule``
-    (``plain`` or ``padded``)."""
-    marks = sorted({min(200, calls), calls // 4, calls // 2, calls} - {0})
-    paths = json.dumps([str(data / p) for p in DEV])
-    out = subprocess.run([sys.executable, "-c", SOAK, str(Path(__file__).parent), paths, str(calls), json.dumps(marks),
-                          rule],
-                         capture_output=True, text=True)
-    if out.returncode:
-        raise SystemExit(f"the soak process failed:\n{out.stderr[-3000:]}")
-    return tuple(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 def main() -> None:
@@ -145,7 +106,8 @@ def main() -> None:
     if args.calls:
         soaks = []
         for rule in ("plain", "padded"):
-            marks, peak = soak(data, args.calls, rule)
+            found = soak(data, "accurate", args.calls, small_batches=rule)
+            marks, peak = found["rss"], found["peak"]
             soaks.append([f"small batches {rule}", *(f"{mb:.0f}" for _, mb in marks),
                           f"{marks[-1][1] - marks[0][1]:+.1f}", f"{peak:.0f}"])
         lines += [f"Memory: a fresh process for each rule, `mode=\"accurate\"`, {args.calls:,} calls of 1-32 texts "

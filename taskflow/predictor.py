@@ -197,10 +197,10 @@ class InputSpec:
     """One network input: its feed name, dtype, and the largest shape TensorRT should plan for.
 
     ``pad_id``: for the ``[rows, length]`` input of a network whose outputs are one per row (a
-    classifier's), the id that pads a row at its end without changing them (an encoder's 0, which
-    its attention masks); None where padding would change them, or the outputs follow the positions.
-    A bf16 network whose one input has it runs small batches padded to a few shapes
-    (:class:`Predictor`)."""
+    classifier's), the id that pads a row at its end without changing them (0 for an encoder, whose
+    attention masks it, and for the char CNN, whose pools, n-grams and GRU do); None where padding
+    would change them, or the outputs follow the positions.  A network whose one input has it runs
+    its oneDNN batches padded to a few shapes (:class:`Predictor`)."""
 
     name: str
     dtype: str = "int64"
@@ -441,19 +441,20 @@ SMALL_BATCH = 16
 
 
 def bucket_shape(rows: int, length: int, max_length: int) -> tuple[int, int]:
-    """The ``(rows, length)`` a small batch of a bf16 network is padded up to: rows to 2, 4, 8, 12
-    or 16, the length to a multiple of 16 (32 past 128, 64 past 256), never past ``max_length``.
+    """The ``(rows, length)`` a batch of a network that can be padded (``InputSpec.pad_id``) is
+    padded up to before it runs on oneDNN: rows to 2, 4, a multiple of 4 up to 16 and of 8 past it;
+    the length to a multiple of 16 (32 past 128, 64 past 256), never past ``max_length``.
 
     oneDNN builds and keeps kernels for every input shape it meets, so batches of every size and
-    length grew memory with each call; these give a network at most 5 x 16 small-batch shapes, and
-    waste at most a quarter of the rows past 4 and 15 positions of a short row.
+    length grew memory with each call; these give a network a few shapes per row count (16 up to
+    258 positions), and waste at most a quarter of the rows past 4 and 15 positions of a short row.
 
     >>> bucket_shape(3, 40, 258), bucket_shape(9, 130, 258), bucket_shape(2, 250, 258)
     ((4, 48), (12, 160), (2, 256))
-    >>> bucket_shape(16, 257, 258)
-    (16, 258)
+    >>> bucket_shape(16, 257, 258), bucket_shape(17, 20, 258), bucket_shape(64, 100, 512)
+    ((16, 258), (24, 32), (64, 112))
     """
-    rows = 2 if rows <= 2 else 4 if rows <= 4 else -(-rows // 4) * 4
+    rows = 2 if rows <= 2 else 4 if rows <= 4 else -(-rows // 4) * 4 if rows <= 16 else -(-rows // 8) * 8
     step = 16 if length <= 128 else 32 if length <= 256 else 64
     return rows, min(max(length, max_length), -(-length // step) * step)
 
@@ -541,11 +542,12 @@ class Predictor:
     without oneDNN; each of the two is made at the first call that needs it. oneDNN builds kernels
     for every new input shape and keeps them, so one-text calls (each of its own length) grew memory
     with every call and ran slower than plain kernels, while batches of eight rows and more gain
-    from it (figures in recipes/sentiment_analysis/NOTES.md).  A network in bf16 whose one input
-    declares its ``pad_id`` (the encoders) keeps only one-row batches off oneDNN: the plain kernels
-    have no bf16, and oneDNN's bf16 ran 2-16 rows 1.6-4.3x faster than them; such a batch is padded
-    up to one of a few shapes (:func:`bucket_shape`) so the kernels it keeps stay few, and its
-    outputs are cut back to the batch's rows.
+    from it (figures in recipes/sentiment_analysis/NOTES.md).  A network whose one input declares
+    its ``pad_id`` (the classifiers) has each batch it runs on oneDNN padded up to one of a few
+    shapes (:func:`bucket_shape`), its outputs cut back to the batch's rows: the kernels oneDNN keeps
+    stay few over calls of every size and length (RSS flat where it grew; benchmarks/RESULTS.md).
+    Such a network in bf16 keeps only one-row batches off oneDNN: the plain kernels have no bf16,
+    and oneDNN's bf16 ran 2-16 rows 1.6-4.3x faster than them.
     """
 
     def __init__(
@@ -570,11 +572,12 @@ class Predictor:
                                 if self.options.static and self.options.device.kind == "cpu" and self.options.onednn
                                 else None)
         self._roots: dict[bool, object] = {}     # small batch? -> the first predictor, which others clone
-        # Batches of at most this many rows run on the plain kernels; 2-16-row batches of a bf16
-        # network that can be padded run on oneDNN, padded to a bucket's shape.
-        self._bucketed = (self._single_options is not None and self.options.precision is Precision.BF16
-                          and len(self.inputs) == 1 and self.inputs[0].pad_id is not None
-                          and len(self.inputs[0].max_shape) == 2)
+        # A network that can be padded has each batch it runs on oneDNN padded to a bucket's shape.
+        self._paddable = (self._single_options is not None and len(self.inputs) == 1
+                          and self.inputs[0].pad_id is not None and len(self.inputs[0].max_shape) == 2)
+        # Batches of at most this many rows run on the plain kernels; a bf16 network that can be
+        # padded runs 2-16-row batches on oneDNN too (the plain kernels have no bf16).
+        self._bucketed = self._paddable and self.options.precision is Precision.BF16
         self._plain_rows = 1 if self._bucketed else SMALL_BATCH
         if self.options.static:
             self.model_file, self.params_file = cached_export(
@@ -668,14 +671,16 @@ class Predictor:
             return self._run_dynamic(feeds)
         rows = max((np.shape(feeds[spec.name])[0] for spec in self.inputs if np.ndim(feeds[spec.name])), default=1)
         arrays = [np.ascontiguousarray(feeds[spec.name], dtype=spec.dtype) for spec in self.inputs]
-        padded = self._bucketed and self._plain_rows < rows <= SMALL_BATCH and arrays[0].ndim == 2
+        small = rows <= self._plain_rows
+        padded = self._paddable and not small and arrays[0].ndim == 2
         if padded:
             (spec,), (array,) = self.inputs, arrays
-            length = array.shape[1]
-            arrays = [np.full(bucket_shape(rows, length, spec.max_shape[1]), spec.pad_id, dtype=array.dtype)]
-            arrays[0][:rows, :length] = array
-            arrays[0][rows:, :length] = array[-1]  # extra rows repeat the last: an all-padding row attends to nothing
-        results = _LASTING.run(functools.partial(self._run_static, arrays, small=rows <= self._plain_rows))
+            length, shape = array.shape[1], bucket_shape(rows, array.shape[1], spec.max_shape[1])
+            if shape != array.shape:
+                arrays = [np.full(shape, spec.pad_id, dtype=array.dtype)]
+                arrays[0][:rows, :length] = array
+                arrays[0][rows:, :length] = array[-1]  # extra rows repeat the last: an all-padding row attends to nothing
+        results = _LASTING.run(functools.partial(self._run_static, arrays, small=small))
         return [np.ascontiguousarray(out[:rows]) for out in results] if padded else results
 
     def _run_static(self, arrays: list[np.ndarray], *, small: bool) -> list[np.ndarray]:

@@ -194,6 +194,32 @@ def test_small_batches_run_without_onednn_and_agree_with_large_ones(tiny_sentime
     assert list(single.task.predictor._roots) == [True]
 
 
+def test_a_char_cnn_batch_runs_on_onednn_padded_to_a_bucket_and_gives_each_rows_own_result(tmp_path, monkeypatch):
+    """A batch of more than SMALL_BATCH rows of a network whose input declares its pad_id (every
+    classifier: the char CNN masks padding in its pools, n-grams and GRU) is padded to a bucket's
+    shape before oneDNN runs it, so that its kernels stay few over calls of every size and length;
+    each row's result is the one it gets alone, and the padding rows are cut off."""
+    from make_tiny_models import make_tiny_sentiment
+    from taskflow.predictor import Predictor, SMALL_BATCH, bucket_shape
+
+    package = make_tiny_sentiment(tmp_path / "tiny", seed=5, wide_buckets=7, deep_weight=0.5, rnn_size=4)
+    texts = ["这家酒店很干净，服务也好", "等了一个小时还没上菜", "好", "房间很小，但是早餐不错，下次还会再来的"] * 5   # 20 rows, 19 chars
+    flow = Taskflow("sentiment_analysis", task_path=package, home=tmp_path / "home", return_all_scores=True)
+    shapes, run_static = [], Predictor._run_static
+
+    def recording(self, arrays, *, small):
+        shapes.append(arrays[0].shape)
+        return run_static(self, arrays, small=small)
+
+    monkeypatch.setattr(Predictor, "_run_static", recording)
+    together = flow(texts)
+    assert len(texts) > SMALL_BATCH and shapes == [bucket_shape(len(texts), 19, 32)] == [(24, 32)]
+    alone = [flow([text])[0] for text in texts[:4]]                # one row: the plain kernels, unpadded
+    assert [s[0] for s in shapes[1:]] == [1, 1, 1, 1]
+    for row, text in enumerate(texts):
+        assert together[row]["scores"] == pytest.approx(alone[row % 4]["scores"], abs=1e-5), text
+
+
 def _static_dirs(home):
     """Every export under ``home``: a pinned model's beside its cached package, a task_path one's in .exports."""
     root = home / "taskflow"

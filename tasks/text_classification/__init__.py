@@ -93,8 +93,9 @@ class ClassifierNetwork:
         self.max_length = int(model.manifest["max_length"])
 
     def input_specs(self, batch_size: int, chunk_length: int) -> list[InputSpec]:
-        # An encoder's [CLS] head masks padding (id 0), so its small batches can be padded to fewer shapes.
-        return [InputSpec("input_ids", "int64", (batch_size, chunk_length + 2 * self.framed), pad_id=0 if self.framed else None)]
+        # Both networks mask padding (id 0: an encoder's attention; the char CNN's pooling, n-grams
+        # and GRU), so their batches can be padded to fewer shapes (taskflow.predictor.bucket_shape).
+        return [InputSpec("input_ids", "int64", (batch_size, chunk_length + 2 * self.framed), pad_id=0)]
 
     def feeds(self, texts: list[str]) -> dict[str, np.ndarray]:
         ids = encode(texts, self.vocab, self.normalize)
