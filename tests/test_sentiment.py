@@ -165,6 +165,44 @@ def test_chunks_that_disagree_are_mixed_by_length(tiny_sentiment):
     assert expected != pytest.approx(sum(alone) / len(alone), abs=1e-5)
 
 
+def test_a_short_text_is_read_by_the_short_ngram_part_and_a_long_one_as_before(tmp_path):
+    """``short_wide``: a text of at most ``short_length`` chars is mixed from the deep part and the
+    short texts' own n-gram part (with the negation scope), a longer one from the deep part and the
+    other n-gram part, whatever else its batch holds; through the product's static graph."""
+    import paddle.nn.functional as F
+    from make_tiny_models import make_tiny_sentiment
+
+    from taskflow.tasks.text_classification.model import SentimentNet
+    from taskflow.tasks.text_classification.train import Chars
+    from taskflow.text import Normalizer
+    from taskflow.weights import load_weights
+
+    vocab = [line for line in (make_tiny_sentiment(tmp_path / "plain", seed=4) / "vocab.txt")
+             .read_text(encoding="utf-8").splitlines()]
+    ids = {c: i for i, c in enumerate(vocab)}
+    package = make_tiny_sentiment(tmp_path / "tiny", seed=4, wide_buckets=7, deep_weight=0.6, short_length=3,
+                                  short_deep_weight=0.1, short_wide=True, wide_negation=False,
+                                  negator_ids=[ids["不"]], clause_break_ids=[ids[","]], negation_window=2)
+    manifest = json.loads((package / "manifest.json").read_text(encoding="utf-8"))
+    network = SentimentNet(**{k: v for k, v in manifest["architecture"].items() if k != "type"})
+    load_weights(network, package / "weights.npz")
+    network.eval()
+    chars = Chars(vocab, 32, normalizer=Normalizer(manifest["normalization"]))
+    texts = ["好", "不差", "很干净", "这家酒店很干净服务也好", "房间不干净"]
+
+    def mixed(text, weight, short):
+        return weight * chars.predict(network.deep_probs, [text])[0, 1] + (1 - weight) * chars.predict(
+            lambda x: F.softmax(network.wide_logits(x, short=short), axis=-1), [text])[0, 1]
+
+    expected = [mixed(t, 0.1, True) if len(t) <= 3 else mixed(t, 0.6, False) for t in texts]
+    got = [r["scores"]["positive"] for r in Taskflow("sentiment_analysis", task_path=package, home=tmp_path / "home",
+                                                     return_all_scores=True)(texts)]
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+    # The two n-gram parts differ, so the test tells which one a text was read by.
+    assert all(abs(mixed(t, 0.1, True) - mixed(t, 0.1, False)) > 1e-3 for t in texts[:3])
+    assert all(abs(mixed(t, 0.6, False) - mixed(t, 0.6, True)) > 1e-3 for t in texts[3:])
+
+
 def test_shipped_manifest_pins_its_files_and_records_its_training():
     manifest = Manifest.load(_bundled_root() / "sentiment_analysis" / "char_cnn" / "manifest.json")
     assert set(manifest.files) == {"weights.npz", "vocab.txt"}

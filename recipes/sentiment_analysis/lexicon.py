@@ -47,6 +47,7 @@ LEXICON_DIR = ROOT.parent / "shared" / "data" / "lexicon" / "sentiment"
 HANDWRITTEN = Path(__file__).resolve().parent / "dev" / "plain_opinion.tsv"
 MIN_SOURCES = 2
 HELD_OUT_SHARE = 0.2
+DEV_SHARE = 0.1          # of the words not held out: the plain-opinion dev split's, never trained on
 # The check reads everyday words: held-out words of at least this frequency in jieba's dictionary
 # (``../shared/data/lexicon/jieba_dict_small``); the training sentences repeat such words thrice.
 JIEBA = ROOT.parent / "shared" / "data" / "lexicon" / "jieba_dict_small" / "dict_small.tsv"
@@ -151,8 +152,8 @@ def frequencies(path: str | Path = JIEBA) -> dict[str, int]:
     return out
 
 
-def _held_out(word: str, share: float = HELD_OUT_SHARE) -> bool:
-    return int(hashlib.md5(word.encode("utf-8")).hexdigest()[:8], 16) / 0xFFFFFFFF < share
+def _held_out(word: str, share: float = HELD_OUT_SHARE, salt: str = "") -> bool:
+    return int(hashlib.md5((salt + word).encode("utf-8")).hexdigest()[:8], 16) / 0xFFFFFFFF < share
 
 
 def _suite_words() -> frozenset[str]:
@@ -176,6 +177,19 @@ def split_words(lexicon_dir: str | Path = LEXICON_DIR) -> tuple[dict[str, tuple[
             continue
         train[word] = value
     return train, held
+
+
+@lru_cache(maxsize=2)
+def split_dev_words(lexicon_dir: str | Path = LEXICON_DIR) -> tuple[dict[str, tuple[str, bool]], dict[str, tuple[str, bool]]]:
+    """The training words of :func:`split_words` split again: (the words the training sentences
+    use, the plain-opinion dev split's words).  ``DEV_SHARE`` of them by another hash of the word,
+    and, as for the held-out words, a word that holds a dev word or is held in one is not trained on."""
+    train, _ = split_words(lexicon_dir)
+    dev = {w: v for w, v in train.items() if _held_out(w, DEV_SHARE, salt="dev:")}
+    dev_multi = [w for w in dev if len(w) >= 2]
+    kept = {w: v for w, v in train.items()
+            if w not in dev and not any(d in w or (len(w) >= 2 and w in d) for d in dev_multi)}
+    return kept, dev
 
 
 def _fill(frame: str, **slots: str) -> str:
@@ -209,9 +223,20 @@ def check_cases(per_kind: int = 200, seed: int = 0, lexicon_dir: str | Path = LE
     words of jieba frequency >= COMMON_FREQ (everyday words); the same arguments give the same cases.  Negated forms and the subject / degree frames use adjectival
     words only."""
     _, held = split_words(lexicon_dir)
+    return _cases(held, per_kind, random.Random(f"check:{seed}"))
+
+
+def dev_cases(per_kind: int = 100, seed: int = 0, lexicon_dir: str | Path = LEXICON_DIR) -> list[Case]:
+    """The plain-opinion dev split: made as :func:`check_cases` is, from the dev words of
+    :func:`split_dev_words` (words no training sentence uses), for choosing among trainings; the
+    check's held-out words stay for the report."""
+    _, dev = split_dev_words(lexicon_dir)
+    return _cases(dev, per_kind, random.Random(f"dev:{seed}"))
+
+
+def _cases(words: dict[str, tuple[str, bool]], per_kind: int, rng: random.Random) -> list[Case]:
     freq = frequencies()
-    held = {w: v for w, v in held.items() if freq.get(w, 0) >= COMMON_FREQ}
-    rng = random.Random(f"check:{seed}")
+    held = {w: v for w, v in words.items() if freq.get(w, 0) >= COMMON_FREQ}
     out = []
     for kind in CHECK_KINDS:
         pool = sorted(w for w, (_, adj) in held.items() if adj or kind == "single")
@@ -240,10 +265,10 @@ def training_sentences(count: int, seed: int = 0, bare_subjects: int = 1500,
     """``count`` labelled sentences from the training words (every word before any repeats, kinds
     mixed, labels balanced; everyday words, COMMON_FREQ, thrice as often), and ``bare_subjects`` bare subjects labelled ``neutral``; none is a
     check text (generated or hand-written)."""
-    train, _ = split_words(lexicon_dir)
+    train, _ = split_dev_words(lexicon_dir)
     freq = frequencies()
     rng = random.Random(f"lexicon:{seed}")
-    forbidden = {c.text for c in check_cases(lexicon_dir=lexicon_dir)}
+    forbidden = {c.text for c in check_cases(lexicon_dir=lexicon_dir) + dev_cases(lexicon_dir=lexicon_dir)}
     if HANDWRITTEN.is_file():
         forbidden |= {c.text for c in read_handwritten()}
     words = {POSITIVE: sorted(w for w, (p, _) in train.items() if p == POSITIVE),

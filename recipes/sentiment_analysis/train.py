@@ -43,7 +43,8 @@ adds statements of fact trained towards equal probabilities of both labels, with
 ``--lexicon-sentences`` sentences made from the training half of the public sentiment lexicons
 (words in many subjects and frames, with degree adverbs and negators: a negated negative is
 positive) and bare subjects trained towards equal probabilities (or neutral, with ``--neutral``);
-the lexicons' held-out half is the plain-opinion check (benchmarks/accuracy_sentiment_lexicon.py); ``--neutral-text FILE`` adds real sentences without an
+the lexicons' held-out half is the plain-opinion check (benchmarks/accuracy_sentiment_lexicon.py), and a tenth
+of the rest, which no sentence uses, the plain-opinion dev split, which then joins the selection splits; ``--neutral-text FILE`` adds real sentences without an
 opinion from FILE (e.g. the customer-service questions of BQ and AFQMC train).  The templates'
 vocabulary is disjoint from the robustness suite's, so the suite stays a fair
 dev measure.  The manifest records what was generated.
@@ -63,6 +64,12 @@ applies to each text's probabilities; labels do not change.  An existing
 package is calibrated in place, without training, by
 
     python -m recipes.sentiment_analysis.train --calibrate PACKAGE --data-dir ../shared/data/sentiment
+
+``--short-lengths L,L,...`` lets the wide stage also choose a length L and a deep weight of its own for
+texts of at most L chars; ``--wide-chn-weight N`` counts ChnSentiCorp N times an epoch of the wide
+stage.  ``--short-wide LONG SHORT --out DIR`` trains nothing: LONG's network with SHORT's n-gram part
+(a ``--deep-init LONG`` training, e.g. with the lexicon kind) reading the texts of at most L chars,
+L and their deep weight chosen on dev (model.py ``short_wide``; NOTES.md, 2026-12-04).
 
 ``--int8-tables PACKAGE --out DIR`` writes a trained package again with its char and bigram tables
 (a scale per row) and its wide n-gram weights (a scale per label) in int8 (taskflow/predictor.py),
@@ -149,10 +156,13 @@ class DevSplits:
     texts, and the mean of the splits' accuracies (each split counts alike, so the 5,316 texts of
     online_shopping do not outvote the 1,200 of ChnSentiCorp)."""
 
-    def __init__(self, data: Path, rels: list[str], *, neutral: bool = False):
-        self.rels, self.texts, self.labels, self.bounds = list(rels), [], [], [0]
-        for rel in rels:
-            texts, labels = read_split(data, rel, neutral=neutral)
+    def __init__(self, data: Path, rels: list[str], *, neutral: bool = False,
+                 more: dict[str, tuple[list[str], list[int]]] | None = None):
+        """``more``: splits that are no file under ``data`` (the plain-opinion dev split), by name."""
+        self.rels, self.texts, self.labels, self.bounds = [], [], [], [0]
+        splits = {rel: read_split(data, rel, neutral=neutral) for rel in rels} | dict(more or {})
+        for rel, (texts, labels) in splits.items():
+            self.rels.append(rel)
             self.texts += texts
             self.labels += labels
             self.bounds.append(len(self.texts))
@@ -215,6 +225,14 @@ def parse_args(argv):
     p.add_argument("--wide-buckets", type=int, default=1 << 19)
     p.add_argument("--wide-epochs", type=int, default=3)
     p.add_argument("--wide-lr", type=float, default=0.02)
+    p.add_argument("--short-wide", nargs=2, metavar=("LONG", "SHORT"),
+                   help="no training: LONG's network with SHORT's n-gram part for short texts (SHORT trained with "
+                        "--deep-init LONG), the length and weight chosen on dev, written to --out (int8 tables)")
+    p.add_argument("--wide-chn-weight", type=int, default=1,
+                   help="times ChnSentiCorp train is seen per epoch of the wide stage (--chn-weight: the deep stage's)")
+    p.add_argument("--short-lengths", type=lambda v: [int(x) for x in v.split(",") if x.strip()], default=[],
+                   metavar="L,L,...", help="also try mixing texts of at most L chars with a deep weight of their "
+                                           "own (model.py short_length), each L, chosen on dev with the weights")
     p.add_argument("--deep-init", help="package dir whose deep weights and vocab to reuse (skips stage 1)")
     p.add_argument("--init", metavar="PACKAGE",
                    help="warm start: both stages start from this package's network (architecture, vocabulary, "
@@ -310,6 +328,7 @@ NEUTRAL_LABEL, TEACHER_LABEL = -1, -2
 # The three-label model's labels (--neutral): the two of the review files, then neutral.
 NEUTRAL_INDEX = 2
 THREE_LABELS = (*LABELS, NEUTRAL)
+PLAIN_OPINION_DEV = "plain_opinion_dev (lexicon.dev_cases)"
 
 
 def is_wide(name: str) -> bool:
@@ -317,9 +336,20 @@ def is_wide(name: str) -> bool:
 
 
 def load_deep(net, package_dir: str) -> list[dict]:
-    """Stage 1 taken from an existing package: its deep (non-wide) weights."""
-    with np.load(Path(package_dir, "weights.npz")) as stored:
-        restore(net, {k: stored[k].astype("float32") for k in stored.files if not is_wide(k)})
+    """Stage 1 taken from an existing package: its deep (non-wide) weights, read as the product
+    reads them (an int8 table with its scales), into ``net`` of the package's deep architecture."""
+    from taskflow.tasks.text_classification.model import SentimentNet
+    from taskflow.weights import load_weights
+
+    manifest = json.loads(Path(package_dir, "manifest.json").read_text(encoding="utf-8"))
+    stored = SentimentNet(**{k: v for k, v in manifest["architecture"].items() if k != "type"})
+    load_weights(stored, Path(package_dir, "weights.npz"))
+    deep = {k: v.numpy() for k, v in stored.state_dict().items() if not is_wide(k)}
+    if "negated_vec" in net.state_dict() and "negated_vec" not in deep:
+        # A negation scope the deep part never learnt: its vector stays at zero, so the deep part
+        # reads every text as the package's did (the scope serves the new wide part alone).
+        deep["negated_vec"] = np.zeros(net.negated_vec.shape, dtype="float32")
+    restore(net, deep)
     return [{"from": portable_path(package_dir)}]
 
 
@@ -524,35 +554,61 @@ def macro_f1(chars: Chars, net, texts: list[str], labels) -> float:
     return float(f1_score(labels, chars.predict(net, texts).argmax(1), average="macro"))
 
 
-def train_wide(net, chars: Chars, train_ids, train_t, dev, args, rng) -> tuple[list[dict], float]:
+MIX_WEIGHTS = (0.2, 0.3, 0.4, 0.5, 0.6)
+SPLIT_WEIGHTS = tuple(k / 10 for k in range(9))      # with --short-lengths, 0 to 0.8 for either length
+
+
+def train_wide(net, chars: Chars, train_ids, train_t, dev, args, rng, rows: list[int] | None = None) -> tuple[list[dict], dict]:
     """Stage 2: the linear hashed n-gram model on its own (Adam, linear decay); then the
-    ``deep_weight`` that mixes the two best on dev.  Returns the history and that weight."""
+    ``deep_weight`` that mixes the two best on dev, or with ``--short-lengths`` the length L and
+    the two weights (texts of at most L chars, longer ones) that do.  Returns the history and the
+    architecture's mix fields.  ``rows``: the training rows of an epoch (a row may come more than
+    once; default: each once)."""
     import paddle
     import paddle.nn.functional as F
 
     net.eval()
     deep_dev = chars.predict(net.deep_probs, dev.texts)
     wide_rows = [ids[: args.max_len] for ids in train_ids]
+    # A text's length as the network counts it (chars; a text past max_len is mixed as a long one).
+    dev_lengths = np.array([len(chars.encode(t)) for t in dev.texts])[:, None]
+
+    def mixes():
+        """(fields, deep weight of each dev text): one weight for every text first, so that a split
+        by length is chosen only where it does better."""
+        for m in MIX_WEIGHTS:
+            yield {"deep_weight": m}, m
+        for length in args.short_lengths:
+            short = dev_lengths <= length
+            for ws in SPLIT_WEIGHTS:
+                for wl in SPLIT_WEIGHTS:
+                    if ws != wl:
+                        yield ({"deep_weight": wl, "short_length": length, "short_deep_weight": ws},
+                               np.where(short, ws, wl))
 
     def evaluate():
         wide_dev = chars.predict(lambda x: F.softmax(net.wide_logits(x), axis=-1), dev.texts)
-        mixed = {m: dev.score(m * deep_dev + (1 - m) * wide_dev) for m in (0.2, 0.3, 0.4, 0.5, 0.6)}
-        mix = max(mixed, key=mixed.get)
-        return {**dev_report(dev, mix * deep_dev + (1 - mix) * wide_dev), "wide_only_dev": dev.score(wide_dev),
-                "mixed_dev": {str(m): round(a, 4) for m, a in mixed.items()}, "deep_weight": mix}
+        scored = [(dev.score(w * deep_dev + (1 - w) * wide_dev), fields, w) for fields, w in mixes()]
+        best = max(scored, key=lambda row: row[0])      # the first of equal scores
+        return {**dev_report(dev, best[2] * deep_dev + (1 - best[2]) * wide_dev), "wide_only_dev": dev.score(wide_dev),
+                "mixed_dev": {str(fields["deep_weight"]): round(score, 4) for score, fields, _ in scored
+                              if len(fields) == 1},
+                **best[1]}
 
     def loss_of(batch):
+        batch = [rows[i] for i in batch]
         logits = net.wide_logits(paddle.to_tensor(chars.pad([wide_rows[i] for i in batch])))
         weights = paddle.to_tensor(train_t[batch])
         return -(weights * F.log_softmax(logits, axis=-1)).sum(axis=1).mean()
 
-    batch_size, lengths = 128, [len(row) for row in wide_rows]
-    schedule = Schedule(lr=args.wide_lr, steps_per_epoch=-(-len(wide_rows) // batch_size), epochs=args.wide_epochs,
+    rows = list(range(len(wide_rows))) if rows is None else rows
+    batch_size, lengths = 128, [len(wide_rows[i]) for i in rows]
+    schedule = Schedule(lr=args.wide_lr, steps_per_epoch=-(-len(rows) // batch_size), epochs=args.wide_epochs,
                         floor=0.05)
     run = fit(net, lambda: length_batches(lengths, batch_size, rng), loss_of, evaluate, schedule=schedule,
               select="dev", parameters=[p for n, p in net.named_parameters() if is_wide(n)], keep=is_wide,
               grad_clip=None, average=args.average_weights, description="wide")
-    return run.history, run.best["deep_weight"]
+    return run.history, {k: run.best[k] for k in ("deep_weight", "short_length", "short_deep_weight") if k in run.best}
 
 
 def augmented(texts: list[str], labels: list[int], kinds: list[str], *, seed: int, scale: float,
@@ -576,19 +632,30 @@ def augmented(texts: list[str], labels: list[int], kinds: list[str], *, seed: in
     return [g.text for g in made], made_labels, record
 
 
+def plain_opinion_dev() -> dict[str, tuple[list[str], list[int]]]:
+    """The plain-opinion dev split (lexicon.dev_cases: words no lexicon sentence uses), as a
+    selection split beside the files' when the lexicon kind trains: the choices of epoch and
+    ``deep_weight`` then weigh what the lexicon teaches as one split among the others."""
+    from . import lexicon
+
+    cases = lexicon.dev_cases()
+    return {PLAIN_OPINION_DEV: ([c.text for c in cases], [LABELS.index(c.label) for c in cases])}
+
+
 def lexicon_augmented(count: int, seed: int) -> tuple[list[str], list[int], dict]:
     """lexicon.py's sentences from the training half of the sentiment lexicons, labelled as the TSV
     files (NEUTRAL_LABEL for a bare subject), and what the manifest records of them."""
     from . import lexicon
 
     made = lexicon.training_sentences(count, seed=seed)
-    train_words, held_words = lexicon.split_words()
+    train_words, dev_words = lexicon.split_dev_words()
+    held_words = lexicon.split_words()[1]
     labels = [NEUTRAL_LABEL if y == lexicon.NEUTRAL else LABELS.index(y) for _, y in made]
     record = {"sentences": len(made), "labels": dict(Counter(y for _, y in made)), "seed": seed,
               "lexicons": "DUTIR affective ontology, Tsinghua (Li Jun) polarity lists, HowNet sentiment, NTUSD "
                           f"(../shared/data/lexicon/sentiment; research use): words >= {lexicon.MIN_SOURCES} of them "
                           "give one polarity and none the other",
-              "words": {"training": len(train_words), "held_out": len(held_words)},
+              "words": {"training": len(train_words), "dev": len(dev_words), "held_out": len(held_words)},
               "held_out": f"{lexicon.HELD_OUT_SHARE:.0%} of the words by an md5 of the word, and any word that "
                           "contains one or is contained in one, and the robustness suite's words; no check text "
                           "(generated or hand-written) is trained on"}
@@ -606,6 +673,8 @@ def main(argv=None) -> int:
         args.calibrate = args.ensemble_weights   # the temperature of the new mix
     if args.int8_tables:
         return int8_tables(args)
+    if args.short_wide:
+        return short_wide(args)
     if args.calibrate:
         record = calibrate_package(args.calibrate, Path(args.data_dir))
         log(f"temperature {record['temperature']} written into {args.calibrate}/manifest.json: {record['figures']}")
@@ -661,10 +730,12 @@ def main(argv=None) -> int:
     taught_texts, taught_positive, taught = read_teacher_labels(args.teacher_labels)
     teacher = [float("nan")] * len(texts) + taught_positive
     texts, labels = texts + taught_texts, labels + [TEACHER_LABEL] * len(taught_texts)
-    dev = DevSplits(data, selection_splits(sets, args.social_sets), neutral=args.neutral)
+    dev = DevSplits(data, selection_splits(sets, args.social_sets), neutral=args.neutral,
+                    more=plain_opinion_dev() if "lexicon" in args.augment_kinds else None)
     labels_out = list(THREE_LABELS if args.neutral else LABELS)
-    if args.init:
-        init_manifest = json.loads(Path(args.init, "manifest.json").read_text(encoding="utf-8"))
+    start = args.init or args.deep_init
+    if start:
+        init_manifest = json.loads(Path(start, "manifest.json").read_text(encoding="utf-8"))
         args.normalizer = Normalizer(init_manifest["normalization"])
     if args.deep_init or args.init:
         vocab = Path(args.deep_init or args.init, "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
@@ -673,11 +744,20 @@ def main(argv=None) -> int:
     chars = Chars(vocab, args.max_len, len(labels_out), normalizer=args.normalizer)
 
     architecture = network_architecture(args, vocab, len(labels_out), args.wide_buckets)
-    if args.init:
+    if start:
+        # The package's own network: its architecture, and its weights read as the product reads them
+        # (int8 tables with their scales); --deep-init then trains the wide part afresh.
         from taskflow.weights import load_weights
 
         architecture = {k: v for k, v in init_manifest["architecture"].items() if k != "type"}
         architecture["deep_weight"] = 1.0
+        if args.deep_init:
+            # The wide part is new: its buckets, and the negation scope it may read (--negation-window)
+            # where the package's deep part had none.
+            fresh = network_architecture(args, vocab, len(labels_out), args.wide_buckets)
+            architecture["wide_buckets"] = args.wide_buckets
+            if args.negation_window and not architecture.get("negator_ids"):
+                architecture.update({k: fresh[k] for k in fresh if k.startswith("negat") or k == "clause_break_ids"})
     net = SentimentNet(**architecture)
     if args.init:
         load_weights(net, Path(args.init, "weights.npz"))
@@ -702,8 +782,11 @@ def main(argv=None) -> int:
         (resume / "history.json").write_text(json.dumps(history["deep"]), encoding="utf-8")
     if args.init:
         history["init"] = portable_path(args.init)
-    history["wide"], net.deep_weight = train_wide(net, chars, train_ids, train_t, dev, args, rng)
-    architecture["deep_weight"] = net.deep_weight
+    wide_rows = list(range(len(train_ids))) + list(range(chn_rows)) * (args.wide_chn_weight - 1)
+    history["wide"], mix = train_wide(net, chars, train_ids, train_t, dev, args, rng, wide_rows)
+    architecture.update(mix)
+    net.deep_weight = mix["deep_weight"]
+    net.short_length, net.short_deep_weight = mix.get("short_length", 0), mix.get("short_deep_weight", 1.0)
 
     with PackageDraft(args, "sentiment_analysis", started=started) as draft:
         # Embedding tables (including the wide n-gram tables) are stored as float16; the report is on those.
@@ -734,8 +817,8 @@ def main(argv=None) -> int:
                                        "target": "the teacher's probabilities (cross-entropy)"}} if taught else {}),
                 **({"pretrained_embeddings": pretrained} if pretrained else {}),
                 "selection": {"splits": dev.rels, "score": "mean of the splits' accuracies",
-                              "chooses": "deep epoch, wide epoch and deep_weight"},
-                "chn_weight": args.chn_weight, "balance_social": args.balance_social,
+                              "chooses": "deep epoch, wide epoch and deep_weight (with --short-lengths: short_length and short_deep_weight too)"},
+                "chn_weight": args.chn_weight, "wide_chn_weight": args.wide_chn_weight, "balance_social": args.balance_social,
                 "epochs": args.epochs, "wide_epochs": args.wide_epochs,
                 "seed": args.seed, "history": history,
                 "command": "python -m recipes.sentiment_analysis.train " + " ".join(argv),
@@ -780,6 +863,94 @@ def int8_tables(args) -> int:
         draft.ship_weights(network, float16=lambda name: is_wide(name) and "bias" not in name,
                            int8=lambda name: "_emb." in name or is_wide(name) and "bias" not in name)
         shutil.copyfile(source / "vocab.txt", draft / "vocab.txt")
+        draft.write(fields)
+    return 0
+
+
+def short_wide(args) -> int:
+    """``--short-wide LONG SHORT``: one network of LONG's, with SHORT's n-gram part as the n-gram
+    part of short texts (model.py ``short_wide``).  SHORT must be a ``--deep-init LONG`` training
+    (the same vocabulary and deep part); LONG's own mix stays as it is for every longer text.  The
+    length L and the deep weight of texts of at most L chars are chosen on the dev splits of the
+    review sets and the plain-opinion dev split (L = 0: LONG itself, chosen unless a split does
+    better).  Stored as ``--int8-tables`` stores a package; the temperature is LONG's."""
+    import shutil
+
+    import paddle.nn.functional as F
+
+    from taskflow.manifest import MANIFEST, Manifest
+    from taskflow.tasks.text_classification.model import SentimentNet
+    from taskflow.weights import load_weights
+
+    long_dir, short_dir = map(Path, args.short_wide)
+    manifests = [Manifest.load(d / MANIFEST) for d in (long_dir, short_dir)]
+    nets = []
+    for d, manifest in zip((long_dir, short_dir), manifests):
+        net = SentimentNet(**{k: v for k, v in manifest.data["architecture"].items() if k != "type"})
+        load_weights(net, d / "weights.npz")
+        nets.append(net.eval())
+    long_net, short_net = nets
+    long_arch, short_arch = (dict(m.data["architecture"]) for m in manifests)
+    if (long_dir / "vocab.txt").read_bytes() != (short_dir / "vocab.txt").read_bytes() or \
+            long_arch["wide_buckets"] != short_arch["wide_buckets"]:
+        raise SystemExit(f"{short_dir}: not a --deep-init {long_dir} training (another vocabulary or wide_buckets)")
+    long_state, short_state = long_net.state_dict(), short_net.state_dict()
+    for name, value in long_state.items():
+        if not is_wide(name) and np.abs(value.numpy() - short_state[name].numpy()).max() > 1e-2:
+            raise SystemExit(f"{short_dir}: its deep part ({name}) is not {long_dir}'s: train it with --deep-init")
+    chars = Chars((long_dir / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1], args.max_len,
+                  normalizer=Normalizer(manifests[0].data["normalization"]))
+    data = Path(args.data_dir)
+    dev = DevSplits(data, selection_splits(args.train_sets.split(","), args.social_sets), more=plain_opinion_dev())
+    deep = chars.predict(long_net.deep_probs, dev.texts)
+    wide_long = chars.predict(lambda x: F.softmax(long_net.wide_logits(x), axis=-1), dev.texts)
+    wide_short = chars.predict(lambda x: F.softmax(short_net.wide_logits(x), axis=-1), dev.texts)
+    lengths = np.array([len(chars.encode(t)) for t in dev.texts])[:, None]
+    w = long_arch["deep_weight"]
+    grid = []
+    for length in [0, *args.short_lengths]:
+        for ws in SPLIT_WEIGHTS:
+            probs = np.where(lengths <= length, ws * deep + (1 - ws) * wide_short, w * deep + (1 - w) * wide_long)
+            grid.append([length, ws, round(dev.score(probs), 4), *(round(a, 4) for a in dev.accuracies(probs).values())])
+            if length == 0:
+                break
+    best = max(grid, key=lambda row: row[2])      # the first of equal scores: LONG itself first
+    log(f"chosen: short_length {best[0]}, short_deep_weight {best[1]}, dev {best[2]} (LONG alone {grid[0][2]})")
+    architecture = {**{k: v for k, v in long_arch.items() if k != "type"}, "short_length": best[0],
+                    "short_deep_weight": best[1], "short_wide": True}
+    for key in ("negator_ids", "clause_break_ids", "negation_window", "negation_exception_ids"):
+        if key in short_arch and key not in long_arch:
+            architecture[key] = short_arch[key]
+            architecture["wide_negation"] = False
+    network = SentimentNet(**architecture)
+    state = {k: v.numpy() for k, v in long_state.items()}
+    state.update({"wide_short_" + k[len("wide_"):]: v.numpy() for k, v in short_state.items() if is_wide(k)})
+    if "negated_vec" in network.state_dict() and "negated_vec" not in state:
+        state["negated_vec"] = np.zeros(network.negated_vec.shape, dtype="float32")   # the deep part as LONG's
+    restore(network, state)
+    network.eval()
+    fields = {k: v for k, v in manifests[0].data.items() if k not in ("task", "name", "version", "files", "architecture")}
+    # The network's own figures, as the recipe reports a trained one (before the int8 tables).
+    report = REPORT + [(rel[:-len(".tsv")].replace("/", "_"), rel) for split in ("dev", "test")
+                       for rel in social_files(args.social_sets, split)]
+    fields["metrics"] = {key: round(chars.accuracy(network, *read_split(data, rel)), 4) for key, rel in report}
+    log(f"metrics {fields['metrics']}")
+    fields["architecture"] = {"type": long_arch["type"], **architecture}
+    fields["description"] = (f"{manifests[0].data.get('description', '')}; a text of at most {best[0]} chars is "
+                             "mixed with an n-gram part of its own (word polarity from public lexicons, negation "
+                             "scope), chosen on dev" if best[0] else manifests[0].data.get("description", ""))
+    fields["training"] = {**fields.get("training", {}), "short_wide": {
+        "long": {"package": portable_path(long_dir), "weights_sha256": manifests[0].files["weights.npz"]["sha256"]},
+        "short": {"package": portable_path(short_dir), "weights_sha256": manifests[1].files["weights.npz"]["sha256"],
+                  "training": {k: manifests[1].data["training"].get(k) for k in ("command", "augmentation", "history")}},
+        "selection": {"splits": dev.rels, "score": "mean of the splits' accuracies", "chosen": best[:3],
+                      "grid_columns": ["short_length", "short_deep_weight", "mean", *dev.rels], "grid": grid},
+        "command": "python -m recipes.sentiment_analysis.train --short-wide " + " ".join(args.short_wide)}}
+    with PackageDraft(args, "sentiment_analysis") as draft:
+        draft.identity.update(name=manifests[0].name, version=args.version or manifests[0].version)
+        draft.ship_weights(network, float16=lambda name: is_wide(name) and "bias" not in name,
+                           int8=lambda name: "_emb." in name or is_wide(name) and "bias" not in name)
+        shutil.copyfile(long_dir / "vocab.txt", draft / "vocab.txt")
         draft.write(fields)
     return 0
 

@@ -15,6 +15,11 @@ part: logistic regression on n-gram counts, scaled by 1/sqrt(#n-grams)) is train
 its probabilities are mixed with the CNN's, ``deep_weight * deep + (1 - deep_weight) * wide``, the
 weight chosen on dev. The two err differently (memorised phrases vs composition), so the mix beats
 each; on ChnSentiCorp dev it beat a TF-IDF + logistic regression baseline that the CNN alone did not.
+With ``short_length > 0`` a text of at most that many chars is mixed with ``short_deep_weight``
+instead, and with ``short_wide`` its n-gram part is one of its own (``wide_short_*``, reading the
+negation scope; ``wide_negation=False`` keeps the long texts' n-gram part out of it): on a few words
+an n-gram model taught word polarity from lexicons (the sentiment recipe) knows more than
+convolutions trained on long reviews, and a long review keeps the mix it was chosen for.
 
 With ``rnn_size > 0`` the deep part also reads the char + bigram features in order with a BiGRU
 (masked max pool of its states beside the CNN's): a window of 5 chars sees 不 next to 难吃, but
@@ -99,12 +104,17 @@ class SentimentNet(nn.Layer):
                  ngram_dim=64, conv_channels=192, max_kernel=5, hidden_size=0,
                  num_labels=2, dropout=0.3, wide_buckets=0, deep_weight=1.0, rnn_size=0,
                  negator_ids=(), clause_break_ids=(), negation_window=4, polarity_head=False,
-                 contrast_ids=(), negation_exception_ids=()):
+                 contrast_ids=(), negation_exception_ids=(), short_length=0, short_deep_weight=1.0,
+                 short_wide=False, wide_negation=True):
         super().__init__()
         if polarity_head and not negator_ids:
             raise ValueError("polarity_head needs negator_ids")
         self.wide_buckets = wide_buckets
         self.deep_weight = deep_weight
+        self.short_length, self.short_deep_weight = int(short_length), float(short_deep_weight)
+        if short_wide and (wide_buckets <= 0 or self.short_length <= 0):
+            raise ValueError("short_wide needs wide_buckets and short_length")
+        self.short_wide = bool(short_wide)
         self.negator_ids, self.clause_break_ids = list(negator_ids), list(clause_break_ids)
         self.negation_window = negation_window
         self.negation_exception_ids = [list(ids) for ids in negation_exception_ids]
@@ -113,10 +123,18 @@ class SentimentNet(nn.Layer):
             self.wide_bi = nn.Embedding(wide_buckets, num_labels)
             self.wide_tri = nn.Embedding(wide_buckets, num_labels)
             self.wide_bias = self.create_parameter([num_labels], is_bias=True)
-            if self.negator_ids:
+            if self.negator_ids and wide_negation:
                 # A correction to the swapped weights: zero until the data says otherwise.
                 self.wide_negated = nn.Embedding(wide_buckets, num_labels, weight_attr=paddle.ParamAttr(
                     initializer=nn.initializer.Constant(0.0)))
+            if self.short_wide:
+                self.wide_short_uni = nn.Embedding(vocab_size, num_labels)
+                self.wide_short_bi = nn.Embedding(wide_buckets, num_labels)
+                self.wide_short_tri = nn.Embedding(wide_buckets, num_labels)
+                self.wide_short_bias = self.create_parameter([num_labels], is_bias=True)
+                if self.negator_ids:
+                    self.wide_short_negated = nn.Embedding(wide_buckets, num_labels, weight_attr=paddle.ParamAttr(
+                        initializer=nn.initializer.Constant(0.0)))
         if self.negator_ids:
             self.negated_vec = self.create_parameter(
                 [embed_dim], default_initializer=nn.initializer.Normal(std=0.02))
@@ -214,13 +232,18 @@ class SentimentNet(nn.Layer):
             ends = ends + self._ends_at(input_ids, word)
         return (paddle.cumsum(ends.astype('float32'), axis=1) > 0).astype('float32')
 
-    def wide_logits(self, input_ids):
-        """Logits of the linear n-gram model; zero-id (padding, invalid window) rows count nothing.
-        An n-gram that starts inside a negation's scope is looked up in ``wide_negated`` instead."""
+    def wide_logits(self, input_ids, short=False):
+        """Logits of the linear n-gram model (``short``: the short texts' own, ``short_wide``);
+        zero-id (padding, invalid window) rows count nothing.  Where the part has a negated table, an
+        n-gram that starts inside a negation's scope is looked up in it instead."""
+        prefix = "wide_short_" if short else "wide_"
+        tables = [getattr(self, prefix + name) for name in ("uni", "bi", "tri")]
+        negated_table = getattr(self, prefix + "negated", None)
+        bias = getattr(self, prefix + "bias")
         mask_i = (input_ids > 0).astype('int64')
-        negated = self.negated(input_ids) if self.negator_ids else None
+        negated = self.negated(input_ids) if negated_table is not None else None
         total, count = 0.0, 0.0
-        for n, table in ((1, self.wide_uni), (2, self.wide_bi), (3, self.wide_tri)):
+        for n, table in zip((1, 2, 3), tables):
             ids = input_ids * mask_i if n == 1 else hash_ngrams(input_ids, mask_i, n, self.wide_buckets)
             valid = (ids > 0).astype('float32').unsqueeze(-1)
             if negated is None:
@@ -230,17 +253,29 @@ class SentimentNet(nn.Layer):
                 salted = paddle.remainder(ids * paddle.full_like(ids, 7919) + paddle.full_like(ids, n),
                                           paddle.full_like(ids, self.wide_buckets - 1)) + 1
                 inside = valid * negated.astype('float32').unsqueeze(-1)
-                swapped = paddle.flip(table(ids), axis=[-1]) + self.wide_negated(salted)
+                swapped = paddle.flip(table(ids), axis=[-1]) + negated_table(salted)
                 total = total + (table(ids) * (valid - inside)).sum(axis=1) + (swapped * inside).sum(axis=1)
             count = count + valid.sum(axis=1)
-        return total / paddle.sqrt(paddle.clip(count, min=1.0)) + self.wide_bias
+        return total / paddle.sqrt(paddle.clip(count, min=1.0)) + bias
 
     def forward(self, input_ids):
         deep = self.deep_probs(input_ids)
         if self.wide_buckets <= 0:
             return deep
         wide = F.softmax(self.wide_logits(input_ids), axis=-1)
-        return self.deep_weight * deep + (1.0 - self.deep_weight) * wide
+        if self.short_length <= 0:
+            return self.deep_weight * deep + (1.0 - self.deep_weight) * wide
+        short = self.is_short(input_ids)
+        long_mix = self.deep_weight * deep + (1.0 - self.deep_weight) * wide
+        if self.short_wide:
+            wide = F.softmax(self.wide_logits(input_ids, short=True), axis=-1)
+        short_mix = self.short_deep_weight * deep + (1.0 - self.short_deep_weight) * wide
+        return short * short_mix + (1.0 - short) * long_mix
+
+    def is_short(self, input_ids):
+        """float32 [B, 1]: 1 for a text of at most ``short_length`` chars."""
+        length = (input_ids > 0).astype('float32').sum(axis=1, keepdim=True)
+        return (length <= paddle.full_like(length, float(self.short_length))).astype('float32')
 
     def deep_probs(self, input_ids):
         mask_i = (input_ids > 0).astype('int64')
