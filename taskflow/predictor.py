@@ -16,10 +16,8 @@ import contextlib
 import dataclasses
 import functools
 import os
-import queue
 import threading
 import warnings
-import weakref
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -464,65 +462,6 @@ def bucket_shape(rows: int, length: int, max_length: int) -> tuple[int, int]:
 MAX_IDLE = 8
 
 
-class _LastingThreads:
-    """Where a batch runs: on the thread that asks, or on a thread that lasts as long as the process.
-
-    Paddle's oneDNN kernels keep what they build per OS thread id, after the thread has ended; the
-    OS gives a finished thread's id to a later thread, which then meets the old entries and fails
-    ("could not execute a primitive" on Paddle 2.6, "std::exception" on 3.3: one predictor of one
-    math thread called from a new thread after another ended, tests/test_threads.py). So an id
-    serves the first thread that ran a batch under it and no other: that thread runs its own
-    batches, as the main thread and a pool's threads do, at no cost; a thread that got an ended
-    one's id hands its batches to one of these threads, which never end (as many as such batches
-    ever ran at once), and waits."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._owners: dict[int, weakref.ref] = {}   # thread id -> the thread that ran batches under it
-        self._idle: list[tuple[queue.SimpleQueue, queue.SimpleQueue]] = []   # lasting threads' in / out
-        self._pid = os.getpid()
-
-    def _owns(self, thread: threading.Thread) -> bool:
-        with self._lock:
-            return self._owners.setdefault(thread.ident, weakref.ref(thread))() is thread
-
-    def run(self, work: Callable[[], object]):
-        """``work()``'s result (or its exception, raised here), made on a thread its id is for."""
-        if self._owns(threading.current_thread()):
-            return work()
-        with self._lock:
-            if self._pid != os.getpid():   # a forked child has none of its parent's threads (the ids stay taken)
-                self._idle, self._pid = [], os.getpid()
-            pipes = self._idle.pop() if self._idle else None
-        while pipes is None:
-            pipes = queue.SimpleQueue(), queue.SimpleQueue()
-            threading.Thread(target=self._serve, args=pipes, name="taskflow-paddle", daemon=True).start()
-            if not pipes[1].get():         # it got a taken id, and ended
-                pipes = None
-        inbox, outbox = pipes
-        inbox.put(work)
-        failed, value = outbox.get()
-        with self._lock:
-            self._idle.append(pipes)
-        if failed:
-            raise value
-        return value
-
-    def _serve(self, inbox: queue.SimpleQueue, outbox: queue.SimpleQueue) -> None:
-        usable = self._owns(threading.current_thread())
-        outbox.put(usable)
-        while usable:
-            work = inbox.get()
-            try:
-                outbox.put((False, work()))
-            except BaseException as exc:   # handed back to the caller, whatever it is
-                outbox.put((True, exc))
-            del work
-
-
-_LASTING = _LastingThreads()
-
-
 class Predictor:
     """Runs one network on numpy feeds and returns numpy outputs.
 
@@ -535,8 +474,7 @@ class Predictor:
     weights but not the scratch tensors, is made when none is idle) and puts it
     back after; so there are as many as calls ever ran at once, not one per
     thread that ever called, and a new thread's first call reuses a warm one.
-    At most ``MAX_IDLE`` idle ones are kept.  A thread with the id of one that
-    ended has its batches run on a thread that lasts (:class:`_LastingThreads`).
+    At most ``MAX_IDLE`` idle ones are kept.
 
     On a CPU with oneDNN on, a batch of at most ``SMALL_BATCH`` rows runs on a second predictor
     without oneDNN; each of the two is made at the first call that needs it. oneDNN builds kernels
@@ -680,16 +618,13 @@ class Predictor:
                 arrays = [np.full(shape, spec.pad_id, dtype=array.dtype)]
                 arrays[0][:rows, :length] = array
                 arrays[0][rows:, :length] = array[-1]  # extra rows repeat the last: an all-padding row attends to nothing
-        results = _LASTING.run(functools.partial(self._run_static, arrays, small=small))
-        return [np.ascontiguousarray(out[:rows]) for out in results] if padded else results
-
-    def _run_static(self, arrays: list[np.ndarray], *, small: bool) -> list[np.ndarray]:
         with self._checked_out(small=small) as (predictor, inputs, outputs):
             for array, handle in zip(arrays, inputs):
                 handle.reshape(array.shape)
                 handle.copy_from_cpu(array)
             predictor.run()
-            return [handle.copy_to_cpu() for handle in outputs]
+            results = [handle.copy_to_cpu() for handle in outputs]
+        return [np.ascontiguousarray(out[:rows]) for out in results] if padded else results
 
     def _run_dynamic(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         paddle = self._paddle
