@@ -618,13 +618,16 @@ class Predictor:
                 arrays = [np.full(shape, spec.pad_id, dtype=array.dtype)]
                 arrays[0][:rows, :length] = array
                 arrays[0][rows:, :length] = array[-1]  # extra rows repeat the last: an all-padding row attends to nothing
+        results = self._run_static(arrays, small=small)
+        return [np.ascontiguousarray(out[:rows]) for out in results] if padded else results
+
+    def _run_static(self, arrays: list[np.ndarray], *, small: bool) -> list[np.ndarray]:
         with self._checked_out(small=small) as (predictor, inputs, outputs):
             for array, handle in zip(arrays, inputs):
                 handle.reshape(array.shape)
                 handle.copy_from_cpu(array)
             predictor.run()
-            results = [handle.copy_to_cpu() for handle in outputs]
-        return [np.ascontiguousarray(out[:rows]) for out in results] if padded else results
+            return [handle.copy_to_cpu() for handle in outputs]
 
     def _run_dynamic(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         paddle = self._paddle
