@@ -836,6 +836,13 @@ def main(argv=None) -> int:
     return 0
 
 
+def ship_int8_tables(draft, network) -> None:
+    """Store ``network`` in ``draft`` as the fast packages are: char and bigram tables in int8 (a
+    scale per row), the wide n-gram tables in int8 (a scale per label), the rest as it is."""
+    draft.ship_weights(network, float16=lambda name: is_wide(name) and "bias" not in name,
+                       int8=lambda name: "_emb." in name or is_wide(name) and "bias" not in name)
+
+
 def int8_tables(args) -> int:
     """``--int8-tables PACKAGE``: the package's network stored again with its char and bigram
     embedding tables (``_emb.`` names, a scale per row) and its wide n-gram weights (a scale per
@@ -860,8 +867,7 @@ def int8_tables(args) -> int:
         "note": "stored again with --int8-tables; metrics above are from the weights before"}}
     with PackageDraft(args, "sentiment_analysis") as draft:
         draft.identity.update(name=manifest.name, version=manifest.version)
-        draft.ship_weights(network, float16=lambda name: is_wide(name) and "bias" not in name,
-                           int8=lambda name: "_emb." in name or is_wide(name) and "bias" not in name)
+        ship_int8_tables(draft, network)
         shutil.copyfile(source / "vocab.txt", draft / "vocab.txt")
         draft.write(fields)
     return 0
@@ -948,8 +954,7 @@ def short_wide(args) -> int:
         "command": "python -m recipes.sentiment_analysis.train --short-wide " + " ".join(args.short_wide)}}
     with PackageDraft(args, "sentiment_analysis") as draft:
         draft.identity.update(name=manifests[0].name, version=args.version or manifests[0].version)
-        draft.ship_weights(network, float16=lambda name: is_wide(name) and "bias" not in name,
-                           int8=lambda name: "_emb." in name or is_wide(name) and "bias" not in name)
+        ship_int8_tables(draft, network)
         shutil.copyfile(long_dir / "vocab.txt", draft / "vocab.txt")
         draft.write(fields)
     return 0
